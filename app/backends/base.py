@@ -1,0 +1,28 @@
+"""The narrow interface between the dispatcher and whatever runs jobs."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+
+class Backend(ABC):
+    """Runs the jobs of submitted batches; driven by the dispatcher's loop.
+
+    The database is the source of truth: a backend claims jobs with guarded updates, reports
+    results through ``app.services.jobs.transition`` and notices aborts by reading job states.
+    """
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def step(self) -> bool:
+        """Do one bounded round of work; True when something happened (poll again soon)."""
+
+    def health(self) -> str:
+        """``ok``, or a short reason why the backend cannot work now."""
+        return "ok"
+
+    def stop(self) -> None:
+        """Stop running work (called once, from the dispatcher's thread)."""
+        return None

@@ -1,0 +1,283 @@
+"""The embedded ``local`` backend: jobs as sandboxed subprocesses on this host."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import structlog
+from sqlalchemy import insert, select
+from sqlmodel import col
+
+from app.backends import sandbox
+from app.backends.base import Backend
+from app.config import Settings
+from app.db import Database
+from app.metrics import BACKEND_ERRORS, JOBS_FINISHED
+from app.models import App, Batch, Job, JobInput, JobOutput, StoredFile
+from app.services import files as files_svc
+from app.services import jobs as jobs_svc
+from app.services.common import insert_ignore, lock_files, now, table_of
+from app.services.store import READ_CHUNK, FileStore
+from app.states import JobState
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class _Work:
+    job_id: int
+    name: str
+    owner_id: int
+    argv: list[str]
+    inputs: dict[str, Path]
+    wanted: list[str]
+    required: list[str]
+    wall_seconds: float
+    url_inputs: list[JobInput] = field(default_factory=list)
+
+
+class LocalBackend(Backend):
+    """Claims queued jobs up to ``BGW_LOCAL_SLOTS`` and runs each in its own thread."""
+
+    name = "local"
+
+    def __init__(self, db: Database, store: FileStore, settings: Settings, worker_id: str) -> None:
+        self.db, self.store, self.settings, self.worker_id = db, store, settings, worker_id
+        self.slots = max(1, settings.local_slots)
+        self.running: dict[int, sandbox.RunningJob | None] = {}
+        self.lock = threading.Lock()
+        self.threads: dict[int, threading.Thread] = {}
+        settings.sandbox_dir.mkdir(parents=True, exist_ok=True)
+
+    # ---- the loop -------------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Kill aborted jobs, then claim and start queued ones for the free slots."""
+        self._kill_aborted()
+        with self.lock:
+            free = self.slots - len(self.threads)
+        if free <= 0:
+            return False
+        with self.db.session() as session:
+            ids = jobs_svc.claim(session, worker_id=self.worker_id, backend=self.name, limit=free)
+        for job_id in ids:
+            t = threading.Thread(
+                target=self._run, args=(job_id,), name=f"job-{job_id}", daemon=True
+            )
+            with self.lock:
+                self.threads[job_id] = t
+                self.running[job_id] = None
+            t.start()
+        return bool(ids)
+
+    def _kill_aborted(self) -> None:
+        with self.lock:
+            ids = list(self.running)
+        if not ids:
+            return
+        with self.db.read_session() as session:
+            still = set(
+                session.execute(
+                    select(col(Job.id)).where(
+                        col(Job.id).in_(ids),
+                        col(Job.state) == JobState.in_progress.value,
+                        col(Job.worker_id) == self.worker_id,
+                    )
+                ).scalars()
+            )
+        for job_id in ids:
+            if job_id not in still:
+                with self.lock:
+                    rj = self.running.get(job_id)
+                if rj is not None:
+                    log.info("job.killing", job_id=job_id, reason="no longer in progress")
+                    rj.kill()
+
+    def stop(self) -> None:
+        """Kill what runs and put it back in the queue for the next worker."""
+        with self.lock:
+            jobs = dict(self.running)
+        for rj in jobs.values():
+            if rj is not None:
+                rj.kill()
+        for t in list(self.threads.values()):
+            t.join(timeout=30)
+        if jobs:
+            with contextlib.suppress(Exception), self.db.session() as session:
+                jobs_svc.transition(
+                    session,
+                    job_ids=list(jobs),
+                    target=JobState.queued,
+                    values={"worker_id": None},
+                    worker_id=self.worker_id,
+                )
+
+    # ---- one job --------------------------------------------------------------------------
+
+    def _load(self, job_id: int) -> _Work:
+        with self.db.read_session() as session:
+            job = session.get_one(Job, job_id)
+            batch = session.get_one(Batch, job.batch_id)
+            app = session.get_one(App, batch.app_id)
+            inputs = list(
+                session.execute(select(JobInput).where(col(JobInput.job_id) == job_id)).scalars()
+            )
+        local: dict[str, Any] = app.local or {}
+        if not local.get("command"):
+            raise RuntimeError(f"app {app.name} has no local command")
+        wanted = list(job.outputs_wanted)
+        required = [
+            o["name"] for o in app.outputs if o.get("required", True) and o["name"] in wanted
+        ]
+        return _Work(
+            job_id=job_id,
+            name=job.name,
+            owner_id=job.owner_id,
+            argv=[*local["command"], *job.args],
+            inputs={i.name: self.store.path(i.md5) for i in inputs if i.md5},
+            wanted=wanted,
+            required=required,
+            wall_seconds=float(local.get("wall_seconds") or self.settings.local_wall_seconds),
+            url_inputs=[i for i in inputs if i.url],
+        )
+
+    def _run(self, job_id: int) -> None:
+        box = self.settings.sandbox_dir.resolve() / f"job-{job_id}-{self.worker_id}"
+        try:
+            work = self._load(job_id)
+            for inp in work.url_inputs:
+                work.inputs[inp.name] = self._fetch(inp, owner_id=work.owner_id)
+            spec = sandbox.RunSpec(
+                argv=work.argv,
+                sandbox=box,
+                inputs=work.inputs,
+                outputs=work.wanted,
+                wall_seconds=work.wall_seconds,
+                output_cap=self.settings.local_output_cap,
+            )
+            with contextlib.suppress(FileNotFoundError):
+                sandbox.remove(box)
+            rj = sandbox.start(spec)
+            with self.lock:
+                self.running[job_id] = rj
+            result = rj.wait()
+            self._finish(work, result)
+        except Exception as exc:
+            BACKEND_ERRORS.labels(self.name).inc()
+            log.exception("job.failed_to_run", job_id=job_id)
+            with contextlib.suppress(Exception), self.db.session() as session:
+                jobs_svc.transition(
+                    session,
+                    job_ids=[job_id],
+                    target=JobState.error,
+                    values={"error": f"could not run: {exc}"},
+                    worker_id=self.worker_id,
+                )
+        finally:
+            with contextlib.suppress(Exception):
+                sandbox.remove(box)
+            with self.lock:
+                self.running.pop(job_id, None)
+                self.threads.pop(job_id, None)
+
+    def _fetch(self, inp: JobInput, *, owner_id: int) -> Path:
+        """Download a URL input into the store, checked against its md5 and size."""
+        md5 = inp.url_md5 or ""
+        if self.store.exists(md5):
+            return self.store.path(md5)
+        digest = hashlib.md5(usedforsecurity=False)
+        size = 0
+        with (
+            self.store.temp() as (fh, tmp),
+            httpx.stream("GET", inp.url or "", timeout=60, follow_redirects=True) as resp,
+        ):
+            resp.raise_for_status()
+            for chunk in resp.iter_bytes(READ_CHUNK):
+                size += len(chunk)
+                if inp.size is not None and size > inp.size:
+                    raise RuntimeError(
+                        f"input {inp.name}: {inp.url} is larger than {inp.size} bytes"
+                    )
+                digest.update(chunk)
+                fh.write(chunk)
+            fh.flush()
+            if digest.hexdigest() != md5 or (inp.size is not None and size != inp.size):
+                raise RuntimeError(f"input {inp.name}: {inp.url} does not match its md5/size")
+            self._record_files(owner_id, [(tmp, md5, size)])
+        return self.store.path(md5)
+
+    def _record_files(self, owner_id: int, staged: list[tuple[Path, str, int]]) -> None:
+        with self.db.session() as session:
+            self._insert_files(session, owner_id, staged)
+
+    def _insert_files(
+        self, session: Any, owner_id: int, staged: list[tuple[Path, str, int]]
+    ) -> None:
+        t = now()
+        insert_ignore(
+            session, StoredFile, [{"md5": m, "size": s, "created_at": t} for _, m, s in staged]
+        )
+        lock_files(session, [m for _, m, _ in staged])
+        files_svc.claim(
+            session,
+            user_id=owner_id,
+            md5s=[m for _, m, _ in staged],
+            keep_until=t + self.settings.file_keep_seconds,
+        )
+        for tmp, md5, _ in staged:
+            self.store.place(tmp, md5)
+
+    def _finish(self, work: _Work, result: sandbox.RunResult) -> None:
+        """Store outputs and logs content-addressed, then record the job's end (guarded)."""
+        error = result.error_message(work.required)
+        with contextlib.ExitStack() as stack:
+            staged: dict[str, tuple[Path, str, int]] = {}
+            for name, path in result.outputs.items():
+                if name in work.wanted:
+                    staged[name] = stack.enter_context(self.store.staged_copy(path))
+            logs = {
+                key: stack.enter_context(self.store.staged_bytes(data))
+                for key, data in (("stdout", result.stdout), ("stderr", result.stderr))
+            }
+            target = JobState.done if error is None else JobState.error
+            with self.db.session() as session:
+                self._insert_files(session, work.owner_id, [*staged.values(), *logs.values()])
+                moved = jobs_svc.transition(
+                    session,
+                    job_ids=[work.job_id],
+                    target=target,
+                    worker_id=self.worker_id,
+                    values={
+                        "exit_code": result.exit_code,
+                        "wall_seconds": round(result.wall_seconds, 3),
+                        "cpu_seconds": round(result.cpu_seconds, 3),
+                        "error": error,
+                        "stdout_md5": logs["stdout"][1],
+                        "stderr_md5": logs["stderr"][1],
+                    },
+                )
+                if moved and staged:
+                    session.execute(
+                        insert(table_of(JobOutput)),
+                        [
+                            {"job_id": work.job_id, "name": n, "md5": m, "size": s}
+                            for n, (_, m, s) in sorted(staged.items())
+                        ],
+                    )
+        if moved:
+            JOBS_FINISHED.labels(self.name, target.value).inc()
+            log.info(
+                "job.finished",
+                job=work.name,
+                state=target.value,
+                error=error,
+                wall=round(result.wall_seconds, 2),
+            )
+        else:
+            log.info("job.result_dropped", job=work.name, reason="no longer in progress")

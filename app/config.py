@@ -1,0 +1,81 @@
+"""Settings: the one place that reads the environment (prefix ``BGW_``, or a ``.env`` file)."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every tunable of the service; defaults give the embedded SQLite + local setup."""
+
+    model_config = SettingsConfigDict(env_prefix="BGW_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Path("var")
+    database_url: str | None = None
+    backend: Literal["local", "boinc"] = "local"
+
+    bootstrap_token: str | None = None
+    register_examples: bool = True
+
+    # files
+    max_file_bytes: int = 8 << 30
+    max_content_input_bytes: int = 64 << 10
+    file_keep_seconds: float = 7 * 24 * 3600
+    gc_interval_seconds: float = 3600
+    retired_output_keep_seconds: float = 0
+
+    # quotas applied to users created without explicit ones (None: unlimited)
+    default_max_active_jobs: int | None = None
+    default_max_storage_bytes: int | None = None
+
+    # batches
+    max_jobs_per_request: int = 10_000
+    reaper_interval_seconds: float = 10
+
+    # local backend
+    local_slots: int = Field(default_factory=lambda: os.cpu_count() or 1)
+    local_max_attempts: int = 3
+    local_wall_seconds: float = 3600
+    local_output_cap: int = 1 << 20
+    worker_heartbeat_seconds: float = 5
+    worker_dead_seconds: float = 30
+    dispatcher_idle_seconds: float = 0.5
+
+    # BOINC backend
+    boinc_url: str | None = None
+    boinc_authenticator: str | None = None
+    boinc_timeout_seconds: float = 60
+    boinc_poll_seconds: float = 30
+    boinc_upload_max_bytes: int = 64 << 20
+
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to a SQLite file under the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'gateway.db').resolve()}"
+
+    @property
+    def store_dir(self) -> Path:
+        """Where content-addressed file bytes live."""
+        return self.data_dir / "files"
+
+    @property
+    def sandbox_dir(self) -> Path:
+        """Where the local backend creates job sandboxes."""
+        return self.data_dir / "sandboxes"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

@@ -1,0 +1,83 @@
+"""Engines and sessions: SQLite pragmas (WAL, busy timeout, foreign keys), write vs read sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import NullPool
+from sqlmodel import Session
+
+
+def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": 30},
+        poolclass=NullPool if ":memory:" not in url else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # The driver must not issue its own BEGIN: we emit ours in "begin" below.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # Write transactions take the write lock up front: no upgrade deadlocks (SQLITE_BUSY).
+        conn.exec_driver_sql(begin)
+
+    return engine
+
+
+class Database:
+    """The write engine and, for SQLite, a separate engine whose transactions only read."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            self.engine = _sqlite_engine(url, immediate=True)
+            self.read_engine = _sqlite_engine(url, immediate=False)
+        else:
+            self.engine = create_engine(
+                url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=30
+            )
+            self.read_engine = self.engine
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A write session: committed on success, rolled back on error."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    @contextmanager
+    def read_session(self) -> Iterator[Session]:
+        """A session for reads only (SQLite: no write lock is taken)."""
+        with Session(self.read_engine, expire_on_commit=False) as session:
+            try:
+                yield session
+            finally:
+                # Detach before ending the transaction so returned rows stay readable.
+                session.expunge_all()
+                session.rollback()
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+        if self.read_engine is not self.engine:
+            self.read_engine.dispose()

@@ -1,0 +1,158 @@
+"""The dispatcher: one thread that drives a backend and does the periodic housekeeping.
+
+Housekeeping: the worker heartbeat, requeueing jobs of workers that died, the lease reaper
+(expired batches are aborted and retired), and garbage collection of stored files.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import structlog
+from sqlalchemy import delete, select, update
+from sqlmodel import col
+
+from app.backends.base import Backend
+from app.config import Settings
+from app.db import Database
+from app.metrics import BACKEND_ERRORS
+from app.models import Worker
+from app.services import batches as batches_svc
+from app.services import gc
+from app.services import jobs as jobs_svc
+from app.services.common import insert_ignore, now
+from app.services.store import FileStore
+
+log = structlog.get_logger(__name__)
+
+
+def make_backend(db: Database, store: FileStore, settings: Settings, worker_id: str) -> Backend:
+    """The backend ``BGW_BACKEND`` names."""
+    if settings.backend == "local":
+        from app.backends.local import LocalBackend
+
+        return LocalBackend(db, store, settings, worker_id)
+    from app.backends.boinc.backend import BoincBackend  # type: ignore[import-not-found,unused-ignore]
+
+    backend: Backend = BoincBackend(db, store, settings, worker_id)
+    return backend
+
+
+class Dispatcher:
+    """Runs ``backend.step()`` in a loop on its own thread, plus periodic housekeeping."""
+
+    def __init__(
+        self, db: Database, store: FileStore, settings: Settings, backend: Backend | None = None
+    ) -> None:
+        self.db, self.store, self.settings = db, store, settings
+        self.worker_id = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.backend = backend or make_backend(db, store, settings, self.worker_id)
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._due: dict[str, float] = {}
+
+    def start(self) -> None:
+        """Start the loop thread."""
+        self._thread = threading.Thread(target=self._loop, name="dispatcher", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Poll now instead of after the idle pause."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop the loop, the backend, and withdraw this worker."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def _every(self, key: str, interval: float, fn: Callable[[], object]) -> None:
+        t = time.monotonic()
+        if t < self._due.get(key, 0):
+            return
+        self._due[key] = t + interval
+        try:
+            fn()
+        except Exception:
+            BACKEND_ERRORS.labels(self.backend.name).inc()
+            log.exception("dispatcher.task_failed", task=key)
+
+    def _heartbeat(self) -> None:
+        with self.db.session() as session:
+            t = now()
+            insert_ignore(
+                session,
+                Worker,
+                [
+                    {
+                        "id": self.worker_id,
+                        "backend": self.backend.name,
+                        "started_at": t,
+                        "last_seen": t,
+                    }
+                ],
+            )
+            session.execute(
+                update(Worker).where(col(Worker.id) == self.worker_id).values(last_seen=t)
+            )
+
+    def _recover(self) -> None:
+        with self.db.session() as session:
+            alive = now() - self.settings.worker_dead_seconds
+            live = list(
+                session.execute(
+                    select(col(Worker.id)).where(col(Worker.last_seen) >= alive)
+                ).scalars()
+            )
+            requeued, failed = jobs_svc.requeue_lost(
+                session,
+                backend=self.backend.name,
+                live_workers=live,
+                max_attempts=self.settings.local_max_attempts,
+            )
+            session.execute(delete(Worker).where(col(Worker.last_seen) < alive - 3600))
+        if requeued or failed:
+            log.info("dispatcher.recovered", requeued=requeued, failed=failed)
+
+    def _reap(self) -> None:
+        with self.db.session() as session:
+            n = batches_svc.reap_expired(session, at=now())
+        if n:
+            log.info("lease.expired", batches=n)
+
+    def _loop(self) -> None:
+        log.info("dispatcher.started", worker=self.worker_id, backend=self.backend.name)
+        s = self.settings
+        backoff = 0.0
+        while not self._stop.is_set():
+            self._every("heartbeat", s.worker_heartbeat_seconds, self._heartbeat)
+            self._every("recover", s.worker_heartbeat_seconds * 2, self._recover)
+            self._every("reap", s.reaper_interval_seconds, self._reap)
+            self._every("gc", s.gc_interval_seconds, lambda: gc.collect(self.db, self.store))
+            try:
+                busy = self.backend.step()
+                backoff = 0.0
+            except Exception:
+                BACKEND_ERRORS.labels(self.backend.name).inc()
+                log.exception("dispatcher.step_failed")
+                busy = False
+                backoff = min(30.0, backoff * 2 or 1.0)
+            if not busy:
+                self._wake.wait(s.dispatcher_idle_seconds + backoff)
+                self._wake.clear()
+        try:
+            self.backend.stop()
+        finally:
+            try:
+                with self.db.session() as session:
+                    session.execute(delete(Worker).where(col(Worker.id) == self.worker_id))
+            except Exception:
+                log.warning("dispatcher.withdraw_failed", worker=self.worker_id)
+        log.info("dispatcher.stopped", worker=self.worker_id)

@@ -1,0 +1,133 @@
+"""create_app(): the FastAPI application; its lifespan owns the database, store and dispatcher."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from app import __version__
+from app.api import apps, batches, files, health, jobs, users
+from app.config import Settings, get_settings
+from app.db import Database
+from app.errors import Problem, ServiceError, Unavailable
+from app.metrics import RequestMiddleware
+from app.services.store import FileStore
+from app.setup import prepare
+
+log = structlog.get_logger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+def _problem(err: ServiceError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+    return JSONResponse(
+        err.to_problem(),
+        status_code=err.status,
+        media_type="application/problem+json",
+        headers=headers,
+    )
+
+
+def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True) -> FastAPI:
+    """Build the application (the dispatcher runs in-process unless told otherwise)."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        db = Database(settings.resolved_database_url)
+        store = FileStore(settings.store_dir)
+        prepare(db, settings)
+        app.state.db, app.state.store, app.state.settings = db, store, settings
+        dispatcher = None
+        if run_dispatcher:
+            from app.dispatcher import Dispatcher
+
+            dispatcher = Dispatcher(db, store, settings)
+            dispatcher.start()
+            app.state.dispatcher = dispatcher
+        log.info("service.started", backend=settings.backend, database=db.url.split("://")[0])
+        try:
+            yield
+        finally:
+            if dispatcher is not None:
+                dispatcher.stop()
+            db.dispose()
+
+    app = FastAPI(
+        title="boinc-gateway",
+        version=__version__,
+        summary="REST gateway to BOINC: content-addressed files, batches and jobs.",
+        description=(
+            "Upload input files by MD5, submit batches of jobs of a registered app, follow "
+            "them by change cursor, download outputs. Every error is application/problem+json "
+            "with a stable `code`."
+        ),
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_middleware(RequestMiddleware)
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(_req: Request, exc: ServiceError) -> JSONResponse:
+        return _problem(exc)
+
+    @app.exception_handler(OperationalError)
+    async def _db_down(_req: Request, exc: OperationalError) -> JSONResponse:
+        log.warning("database.unavailable", error=type(exc.orig).__name__)
+        return _problem(Unavailable("the database is unavailable; retry later"))
+
+    @app.exception_handler(DBAPIError)
+    async def _db_error(_req: Request, exc: DBAPIError) -> JSONResponse:
+        if exc.connection_invalidated:
+            return _problem(Unavailable("the database connection was lost; retry later"))
+        raise exc
+
+    for module in (health, users, apps, files, batches, jobs):
+        app.include_router(module.router)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="boinc-gateway",
+            swagger_js_url="/static/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.png",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url="/openapi.json",
+            title="boinc-gateway",
+            redoc_js_url="/static/redoc.standalone.js",
+            redoc_favicon_url="/static/favicon.png",
+            with_google_fonts=False,
+        )
+
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = original()
+        schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
+            Problem.model_json_schema()
+        )
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
