@@ -1,4 +1,4 @@
-"""Engines and sessions: SQLite pragmas (WAL, busy timeout, foreign keys), write vs read sessions."""
+"""Engines and sessions: SQLite pragmas (WAL, busy timeout, foreign keys), write vs read."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ ENGINES = [e for e in os.environ.get("BGW_TEST_ENGINES", "sqlite,postgres").spli
 
 @dataclass
 class TestDatabase:
+    __test__ = False
     engine: str
     url: str
 
@@ -47,7 +48,9 @@ def _drop_pg_database(name: str) -> None:
 
 
 @pytest.fixture(scope="session", params=ENGINES)
-def test_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]:
+def test_db(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestDatabase]:
     """A fresh, migrated database for this test run on one engine."""
     if request.param == "postgres":
         name, url = _create_pg_database()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Sequence
@@ -67,19 +68,25 @@ def _validate_jobs(app: App, jobs: Sequence[JobSpec], max_content: int) -> None:
 def _stage_contents(
     session: Session, *, store: FileStore, user: User, jobs: Sequence[JobSpec], keep: float
 ) -> dict[str, str]:
-    """Store inline ``content`` inputs as files; returns content -> md5."""
-    contents = {i.content for j in jobs for i in j.inputs if i.content is not None}
+    """Store inline ``content`` inputs as files in bulk; returns content -> md5."""
+    contents = sorted({i.content for j in jobs for i in j.inputs if i.content is not None})
+    if not contents:
+        return {}
     out: dict[str, str] = {}
-    for content in sorted(contents):
-        with store.staged_bytes(content.encode()) as (tmp, md5, size):
-            insert_ignore(session, StoredFile, [{"md5": md5, "size": size, "created_at": now()}])
-            lock_files(session, [md5])
-            store.place(tmp, md5)
-        out[content] = md5
-    if out:
-        files_svc.claim(
-            session, user_id=user.id or 0, md5s=list(out.values()), keep_until=now() + keep
+    with contextlib.ExitStack() as stack:
+        staged = []
+        for content in contents:
+            tmp, md5, size = stack.enter_context(store.staged_bytes(content.encode()))
+            staged.append((tmp, md5, size))
+            out[content] = md5
+        t = now()
+        insert_ignore(
+            session, StoredFile, [{"md5": m, "size": n, "created_at": t} for _, m, n in staged]
         )
+        lock_files(session, [m for _, m, _ in staged])
+        files_svc.claim(session, user_id=user.id or 0, md5s=list(out.values()), keep_until=t + keep)
+        for tmp, md5, _ in staged:
+            store.place(tmp, md5)
     return out
 
 
@@ -139,13 +146,15 @@ def _insert_jobs(
         }
         for j in jobs
     ]
-    ids: dict[str, int] = {}
     for row_part in chunks(rows, 500):
-        result = session.execute(
-            insert(Job).returning(col(Job.id), col(Job.name), sort_by_parameter_order=True),
-            list(row_part),
+        session.execute(insert(table_of(Job)), list(row_part))
+    # Core executemany is one statement per chunk; ids are read back by name in bulk.
+    ids: dict[str, int] = {}
+    for name_part in chunks(names):
+        q = select(col(Job.name), col(Job.id)).where(
+            col(Job.batch_id) == batch.id, col(Job.name).in_(name_part)
         )
-        ids.update({name: jid for jid, name in result.all()})
+        ids.update({n: i for n, i in session.execute(q).all()})
     inputs: list[dict[str, Any]] = []
     for j in jobs:
         for i in j.inputs:

@@ -20,7 +20,7 @@ READ_CHUNK = 1 << 20
 
 
 class FileStore:
-    """Stored bytes live at ``root/<md5[:2]>/<md5>``; temp files in ``root/tmp`` (same filesystem)."""
+    """Bytes live at ``root/<md5[:2]>/<md5>``; temp files in ``root/tmp`` (same filesystem)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()

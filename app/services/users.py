@@ -153,7 +153,7 @@ def stored_bytes(session: Session, *, user_id: int) -> int:
 
 
 def check_job_quota(session: Session, *, user: User, adding: int) -> None:
-    """Raise ``quota_exceeded`` unless ``adding`` more active jobs fit (call with the user locked)."""
+    """Raise ``quota_exceeded`` unless ``adding`` more active jobs fit (user locked)."""
     if user.max_active_jobs is None or adding == 0:
         return
     active = active_jobs(session, user_id=user.id or 0)

@@ -56,7 +56,9 @@ class LiveServer:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
-                env=self.environ(), stdout=log, stderr=log,
+                env=self.environ(),
+                stdout=log,
+                stderr=log,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -72,7 +74,9 @@ class LiveServer:
     def start_worker(self) -> subprocess.Popen[bytes]:
         with open(self.log, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "worker"], env=self.environ(), stdout=log,
+                [sys.executable, "-m", "app.cli", "worker"],
+                env=self.environ(),
+                stdout=log,
                 stderr=log,
             )
         self.workers.append(proc)
@@ -96,7 +100,8 @@ class LiveServer:
 
     def client(self, token: str | None = None) -> httpx.Client:
         return httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {token or self.token}"},
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token or self.token}"},
             timeout=120,
         )
 
@@ -130,7 +135,9 @@ def put_bytes(c: httpx.Client, data: bytes) -> str:
     return md5
 
 
-def wait_for(c: httpx.Client, path: str, key: str, values: tuple[str, ...], timeout: float = 60) -> Any:
+def wait_for(
+    c: httpx.Client, path: str, key: str, values: tuple[str, ...], timeout: float = 60
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         body = c.get(path).json()

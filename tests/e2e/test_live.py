@@ -14,13 +14,26 @@ def test_example_apps_end_to_end(live: LiveServer) -> None:
         m_a, m_b = put_bytes(c, b"left"), put_bytes(c, b"right")
         jobs = {
             "uppercase": [{"name": "up-0", "inputs": [{"name": "in", "md5": m_in}]}],
-            "concat": [{"name": "cat-0", "args": ["--sep", "+", "--repeat", "2"],
-                        "inputs": [{"name": "a", "md5": m_a}, {"name": "b", "md5": m_b}]}],
-            "exitcode": [{"name": "ok-0", "inputs": [{"name": "in", "md5": m_in}]},
-                         {"name": "fail-0", "args": ["--exit", "3"],
-                          "inputs": [{"name": "in", "content": "x"}]},
-                         {"name": "noout-0", "args": ["--no-output"],
-                          "inputs": [{"name": "in", "md5": m_in}]}],
+            "concat": [
+                {
+                    "name": "cat-0",
+                    "args": ["--sep", "+", "--repeat", "2"],
+                    "inputs": [{"name": "a", "md5": m_a}, {"name": "b", "md5": m_b}],
+                }
+            ],
+            "exitcode": [
+                {"name": "ok-0", "inputs": [{"name": "in", "md5": m_in}]},
+                {
+                    "name": "fail-0",
+                    "args": ["--exit", "3"],
+                    "inputs": [{"name": "in", "content": "x"}],
+                },
+                {
+                    "name": "noout-0",
+                    "args": ["--no-output"],
+                    "inputs": [{"name": "in", "md5": m_in}],
+                },
+            ],
         }
         for app, js in jobs.items():
             r = c.post("/v1/batches", json={"name": f"b-{app}", "app": app, "jobs": js})
@@ -57,8 +70,20 @@ def _pids_in_sandboxes(data_dir: str) -> list[int]:
 def test_abort_kills_long_running_job(live: LiveServer) -> None:
     with live.client() as c:
         m = put_bytes(c, b"zzz")
-        r = c.post("/v1/batches", json={"name": "long", "app": "exitcode", "jobs": [
-            {"name": "sleepy", "args": ["--sleep", "300"], "inputs": [{"name": "in", "md5": m}]}]})
+        r = c.post(
+            "/v1/batches",
+            json={
+                "name": "long",
+                "app": "exitcode",
+                "jobs": [
+                    {
+                        "name": "sleepy",
+                        "args": ["--sleep", "300"],
+                        "inputs": [{"name": "in", "md5": m}],
+                    }
+                ],
+            },
+        )
         assert r.status_code == 201
         wait_for(c, "/v1/jobs/sleepy", "state", ("in_progress",))
         deadline = time.monotonic() + 20

@@ -18,7 +18,12 @@ from pathlib import Path
 import httpx
 
 from app.backends.boinc import models as m
-from app.backends.boinc.errors import BoincOutputError
+from app.backends.boinc.errors import (
+    BoincDatabaseError,
+    BoincError,
+    BoincOutputError,
+    BoincProjectDownError,
+)
 from app.backends.boinc.transport import BoincTransport
 
 __all__ = ["OutputOps", "download_to", "output_token"]
@@ -35,7 +40,7 @@ def output_token(authenticator: str, key: str) -> str:
     return hashlib.md5((authenticator + key).encode(), usedforsecurity=False).hexdigest()
 
 
-def _refusal(op: str, resp: httpx.Response) -> BoincOutputError:
+def _refusal(op: str, resp: httpx.Response) -> BoincError:
     """The error a non-attachment reply carries: `ERROR: ...` text or a die() page."""
     head = b""
     for chunk in resp.iter_bytes():
@@ -45,7 +50,13 @@ def _refusal(op: str, resp: httpx.Response) -> BoincOutputError:
     text = html.unescape(re.sub(r"<[^>]+>", " ", head.decode("utf-8", errors="replace")))
     text = " ".join(text.split())
     text = text.removeprefix("ERROR:").strip() or f"empty reply (HTTP {resp.status_code})"
-    return BoincOutputError(f"{op}: {text[:500]}")
+    message = f"{op}: {text[:500]}"
+    # The site-wide error pages for a stopped project or database are transient.
+    if "down for maintenance" in text.lower():
+        return BoincProjectDownError(message)
+    if "connect to database" in text.lower():
+        return BoincDatabaseError(message)
+    return BoincOutputError(message)
 
 
 def download_to(

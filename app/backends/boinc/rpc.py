@@ -232,7 +232,11 @@ class BoincClient(FileOps, OutputOps):
         root = self._request("abort_jobs")
         for name in job_names:
             add(root, "job_name", name)
-        return list(self._rpc("abort_jobs", root).aborted)
+        reply = self._rpc("abort_jobs", root)
+        # Real servers print malformed `<aborted NAME>` lines (removed by the parser); a fixed
+        # server would print elements.
+        elements = [(e.text or "").strip() for e in reply.root.findall("aborted")]
+        return list(reply.aborted) + elements
 
     def _batch_op(self, op: str, batch_id: int, batch_name: str, expire: float | None) -> None:
         root = self._request(op)
