@@ -10,10 +10,10 @@ from sqlalchemy import func, select, text
 from sqlmodel import Session, col
 
 from app.errors import QuotaExceeded, UserExists, UserNotFound
-from app.models import FileOwner, Job, StoredFile, User
+from app.models import Batch, FileOwner, Job, StoredFile, User
 from app.schemas import Me, Quotas, Usage, UserCreate, UserOut, UserPatch
 from app.services.common import is_postgres, now
-from app.states import JOB_ACTIVE
+from app.states import JOB_ACTIVE, BatchState
 
 TOKEN_PREFIX = "bgw_"
 
@@ -134,9 +134,16 @@ def lock_user(session: Session, *, user_id: int) -> None:
 
 
 def active_jobs(session: Session, *, user_id: int) -> int:
-    """Jobs of the user that are queued or running."""
-    q = select(func.count()).where(
-        col(Job.owner_id) == user_id, col(Job.state).in_([s.value for s in JOB_ACTIVE])
+    """Jobs of the user's submitted batches that are queued or running (open batches: not yet)."""
+    q = (
+        select(func.count())
+        .select_from(Job)
+        .join(Batch, col(Batch.id) == col(Job.batch_id))
+        .where(
+            col(Job.owner_id) == user_id,
+            col(Job.state).in_([s.value for s in JOB_ACTIVE]),
+            col(Batch.state) == BatchState.in_progress.value,
+        )
     )
     return int(session.execute(q).scalar_one())
 
