@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
-
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REGISTRY = CollectorRegistry()
@@ -36,12 +33,10 @@ JOBS_FINISHED = Counter(
 log = structlog.get_logger("app.access")
 
 
-def _route_template(app: Any, scope: Scope) -> str:
-    for route in getattr(app, "routes", []):
-        match, _ = route.matches(scope)
-        if match == Match.FULL:
-            return str(getattr(route, "path", "unmatched"))
-    return "unmatched"
+def _route_template(scope: Scope) -> str:
+    # The router stores the matched route in the scope; its path is the template.
+    route = scope.get("route")
+    return str(getattr(route, "path", None) or "unmatched")
 
 
 class RequestMiddleware:
@@ -72,7 +67,7 @@ class RequestMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             elapsed = time.perf_counter() - start
-            route = _route_template(scope.get("app"), scope)
+            route = _route_template(scope)
             method = scope["method"]
             REQUESTS.labels(method, route, str(status)).inc()
             LATENCY.labels(method, route).observe(elapsed)

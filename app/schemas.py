@@ -8,6 +8,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-#:@+=]{1,191}$")
+# Apps are stored in a 64-character column (and BOINC app names are short).
+APP_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-#:@+=]{1,64}$")
 FILE_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")
 USER_RE = re.compile(r"^[A-Za-z0-9_.\-@]{1,64}$")
@@ -23,6 +25,7 @@ def _check(pattern: re.Pattern[str], what: str) -> Any:
 
 
 Name = Annotated[str, _check(NAME_RE, "name"), Field(examples=["batch-1"])]
+AppName = Annotated[str, _check(APP_NAME_RE, "app name"), Field(examples=["uppercase"])]
 FileName = Annotated[str, _check(FILE_NAME_RE, "file name"), Field(examples=["in"])]
 Md5 = Annotated[str, _check(MD5_RE, "md5"), Field(examples=["5d41402abc4b2a76b9719d911017c592"])]
 UserName = Annotated[str, _check(USER_RE, "user name")]
@@ -122,7 +125,7 @@ class JobParams(Strict):
 
 
 class AppIn(Strict):
-    name: Name
+    name: AppName
     description: str = Field(default="", max_length=4000)
     inputs: list[FileName] = Field(default_factory=list, max_length=64)
     outputs: list[FileName | AppOutput] = Field(default_factory=list, max_length=64)

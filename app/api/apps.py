@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response, status
 
 from app.deps import AdminDep, ReadSessionDep, SessionDep, UserDep
 from app.errors import AppExists, AppForbidden, AppNotFound, Forbidden, responses
-from app.schemas import AppIn, AppOut
+from app.schemas import AppIn, AppName, AppOut
 from app.services import apps as svc
 
 router = APIRouter(prefix="/v1/apps", tags=["apps"])
@@ -41,7 +41,7 @@ def create_app(body: AppIn, session: SessionDep, _admin: AdminDep) -> AppOut:
     responses={**responses(Forbidden), 201: {"description": "Created", "model": AppOut}},
 )
 def put_app(
-    name: str, body: AppIn, session: SessionDep, _admin: AdminDep, response: Response
+    name: AppName, body: AppIn, session: SessionDep, _admin: AdminDep, response: Response
 ) -> AppOut:
     """Create or replace an app (admin)."""
     app, created = svc.put_app(session, name=name, data=body)

@@ -18,6 +18,7 @@ from app.errors import (
     FileNotFound,
     FileTooLarge,
     IncompleteUpload,
+    InvalidCursor,
     InvalidRequest,
     Md5Mismatch,
     QuotaExceeded,
@@ -245,7 +246,7 @@ def query_files(
     return FileQueryResult(missing=missing)
 
 
-@router.get("", operation_id="list_files", responses=responses())
+@router.get("", operation_id="list_files", responses=responses(InvalidCursor))
 def list_files(
     session: ReadSessionDep,
     user: UserDep,

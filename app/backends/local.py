@@ -64,6 +64,9 @@ class LocalBackend(Backend):
             free = self.slots - len(self.threads)
         if free <= 0:
             return False
+        with self.db.read_session() as session:
+            if not jobs_svc.has_runnable(session, backend=self.name):
+                return False
         with self.db.session() as session:
             ids = jobs_svc.claim(session, worker_id=self.worker_id, backend=self.name, limit=free)
         for job_id in ids:

@@ -253,6 +253,7 @@ def add_jobs(
         if bid != batch.id or h != spec_hash(by_name[jname].model_dump(mode="json")):
             raise JobExists(f"job name {jname} is already used", job=jname)
     new = [j for j in jobs if j.name not in existing]
+    users_svc.lock_user(session, user_id=user.id or 0)
     if new and batch.state != BS.open:
         raise BatchState(
             f"batch {name} is {batch.state}: jobs can only be added to an open batch",
@@ -273,6 +274,7 @@ def submit(session: Session, *, user: User, name: str) -> Batch:
         raise BatchState(f"batch {name} is {batch.state}", batch=name, state=batch.state)
     users_svc.lock_user(session, user_id=user.id or 0)
     users_svc.check_job_quota(session, user=user, adding=batch.njobs)
+    change = bump_change(session)
     moved = session.execute(
         update(Batch)
         .where(col(Batch.id) == batch.id, col(Batch.state).in_(batch_sources(BS.in_progress)))
@@ -280,7 +282,6 @@ def submit(session: Session, *, user: User, name: str) -> Batch:
     )
     if moved.rowcount:  # type: ignore[attr-defined]
         # Their state is unchanged but they just became runnable: let cursors see them.
-        change = bump_change(session)
         session.execute(update(Job).where(col(Job.batch_id) == batch.id).values(change=change))
         jobs_svc.complete_batches(session, batch_ids={batch.id or 0})
     session.refresh(batch)

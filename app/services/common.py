@@ -102,6 +102,18 @@ def decode_cursor(cursor: str | None) -> Any:
         raise InvalidCursor("cursor is not one this service issued", cursor=cursor[:100]) from exc
 
 
+def decode_id_cursor(cursor: str | None) -> int | None:
+    """An integer-id cursor from :func:`encode_cursor` (``invalid_cursor`` otherwise)."""
+    value = decode_cursor(cursor)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidCursor(
+            "cursor is not one this service issued", cursor=cursor[:100] if cursor else ""
+        )
+    return value
+
+
 def parse_change_cursor(since: str | None) -> int:
     """A change cursor: the decimal string of a change number (``0``: everything)."""
     if since is None or since == "":

@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
-from app.errors import BatchState, FileNotFound
+from app.errors import BatchState, FileNotFound, InvalidCursor
 from app.models import Batch, BatchFile, FileOwner, StoredFile, User
 from app.schemas import FileInfo
 from app.services import users as users_svc
@@ -164,6 +164,8 @@ def list_files(
 ) -> tuple[list[FileInfo], str | None]:
     """The user's files by md5, one page, with the batches that use each."""
     after = decode_cursor(cursor)
+    if after is not None and not isinstance(after, str):
+        raise InvalidCursor("cursor is not one this service issued", cursor=(cursor or "")[:100])
     q = (
         select(StoredFile, FileOwner)
         .join(FileOwner, col(FileOwner.md5) == col(StoredFile.md5))
@@ -172,7 +174,7 @@ def list_files(
         .limit(limit + 1)
     )
     if after:
-        q = q.where(col(StoredFile.md5) > str(after))
+        q = q.where(col(StoredFile.md5) > after)
     rows = session.execute(q).all()
     page = rows[:limit]
     md5s = [f.md5 for f, _ in page]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Select, func, select, text, update
 from sqlmodel import Session, col
 
 from app.errors import JobNotFound, OutputNotFound
@@ -84,15 +84,8 @@ def complete_batches(session: Session, *, batch_ids: set[int]) -> None:
     )
 
 
-def claim(session: Session, *, worker_id: str, backend: str, limit: int) -> list[int]:
-    """Claim up to ``limit`` queued jobs of submitted batches for ``worker_id``.
-
-    PostgreSQL: ``FOR UPDATE SKIP LOCKED`` lets several workers claim without waiting on
-    each other; SQLite: the write transaction is exclusive. Either way a job is claimed once.
-    """
-    if limit <= 0:
-        return []
-    runnable = (
+def _runnable(backend: str) -> Select[int | None]:
+    return (
         select(col(Job.id))
         .join(Batch, col(Batch.id) == col(Job.batch_id))
         .where(
@@ -101,14 +94,30 @@ def claim(session: Session, *, worker_id: str, backend: str, limit: int) -> list
             col(Batch.backend) == backend,
         )
         .order_by(col(Job.id))
-        .limit(limit)
     )
+
+
+def has_runnable(session: Session, *, backend: str) -> bool:
+    """Cheap, lock-free check that ``claim`` would find work (idle polls take no write lock)."""
+    return session.execute(_runnable(backend).limit(1)).first() is not None
+
+
+def claim(session: Session, *, worker_id: str, backend: str, limit: int) -> list[int]:
+    """Claim up to ``limit`` queued jobs of submitted batches for ``worker_id``.
+
+    PostgreSQL: ``FOR UPDATE SKIP LOCKED`` lets several workers claim without waiting on
+    each other; SQLite: the write transaction is exclusive. Either way a job is claimed once.
+    """
+    if limit <= 0:
+        return []
+    # The counter first, as every writer does, so row locks are never waited on in reverse.
+    change = bump_change(session)
+    runnable = _runnable(backend).limit(limit)
     if is_postgres(session):
         runnable = runnable.with_for_update(of=Job, skip_locked=True)
     ids = list(session.execute(runnable).scalars())
     if not ids:
         return []
-    change = bump_change(session)
     return list(
         session.execute(
             update(Job)

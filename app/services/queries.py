@@ -10,7 +10,7 @@ from sqlmodel import Session, col
 from app.errors import BatchNotFound
 from app.models import App, Batch, Job, User
 from app.schemas import BatchQueryGroup, BatchQueryResult, JobListItem, JobStateItem
-from app.services.common import chunks, current_change, decode_cursor, encode_cursor
+from app.services.common import chunks, current_change, decode_id_cursor, encode_cursor
 from app.services.lookup import get_batch_or_404
 
 
@@ -25,9 +25,9 @@ def list_batches(
 ) -> tuple[list[Batch], str | None]:
     """The user's batches, newest first."""
     q = select(Batch).where(col(Batch.owner_id) == user.id).order_by(col(Batch.id).desc())
-    after = decode_cursor(cursor)
+    after = decode_id_cursor(cursor)
     if after is not None:
-        q = q.where(col(Batch.id) < int(after))
+        q = q.where(col(Batch.id) < after)
     if state:
         q = q.where(col(Batch.state) == state)
     if app:
@@ -61,9 +61,9 @@ def list_jobs(
         .where(col(Job.batch_id) == batch.id)
         .order_by(col(Job.id))
     )
-    after = decode_cursor(cursor)
+    after = decode_id_cursor(cursor)
     if after is not None:
-        q = q.where(col(Job.id) > int(after))
+        q = q.where(col(Job.id) > after)
     if state:
         q = q.where(col(Job.state) == state)
     if since:

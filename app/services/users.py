@@ -128,9 +128,15 @@ def user_out(user: User) -> UserOut:
 
 
 def lock_user(session: Session, *, user_id: int) -> None:
-    """Serialise quota checks of one user (SQLite: writes are already serial)."""
+    """Serialise quota checks of one user (SQLite: writes are already serial).
+
+    NO KEY UPDATE does not block the foreign-key checks of inserts that refer to the user.
+    Lock order everywhere: user, then the change counter, then job and batch rows.
+    """
     if is_postgres(session):
-        session.execute(text("SELECT 1 FROM users WHERE id = :id FOR UPDATE"), {"id": user_id})
+        session.execute(
+            text("SELECT 1 FROM users WHERE id = :id FOR NO KEY UPDATE"), {"id": user_id}
+        )
 
 
 def active_jobs(session: Session, *, user_id: int) -> int:

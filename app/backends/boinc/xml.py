@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
+from defusedxml import DefusedXmlException
 from defusedxml import ElementTree as SafeET
 
 from app.backends.boinc.errors import BoincError, BoincProtocolError, error_from_reply
@@ -195,6 +196,9 @@ def parse_reply(body: bytes, op: str, *, raw_fields: tuple[str, ...] = RAW_FIELD
         raise BoincProtocolError(f"{op}: empty reply", php_fatal=fatal)
     try:
         root = SafeET.fromstring(text[start:], forbid_dtd=True)
+    except DefusedXmlException as exc:
+        # The server never sends a DTD or entities; a reply with them is not from BOINC.
+        raise BoincProtocolError(f"{op}: reply with forbidden XML constructs: {exc!r}") from exc
     except ET.ParseError as exc:
         salvaged = _salvage_error(text)
         if salvaged is not None:
