@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.conftest import LiveServer
 from tests.gahp.fake_gateway import FakeGateway, RunResult
 from tests.gahp.gateways import ALICE, BOB, Gateway, from_fake, upper
 from tests.gahp.harness import Gahp
@@ -47,10 +48,28 @@ def fake() -> Iterator[FakeGateway]:
     assert not gw.errors, f"the fake gateway itself failed: {gw.errors}"
 
 
-@pytest.fixture
-def gateway(fake: FakeGateway) -> Gateway:
-    """The gateway under test (the fake for now; see tests/gahp/gateways.py)."""
-    return from_fake(fake)
+@pytest.fixture(params=["fake", "live"])
+def gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gateway]:
+    """The gateway under test: the fake, and a real ``serve`` process (SQLite, local backend)."""
+    if request.param == "fake":
+        yield from_fake(request.getfixturevalue("fake"))
+        return
+    data = tmp_path / "live-data"
+    data.mkdir()
+    server = LiveServer(f"sqlite:///{tmp_path / 'live.db'}", data)
+    server.start()
+    try:
+        yield Gateway(
+            url=server.url + "/",
+            token=server.token,
+            app="uppercase",
+            output="out",
+            transform=bytes.upper,
+            finish=lambda _batch: None,
+            wait_seconds=60,
+        )
+    finally:
+        server.stop()
 
 
 @pytest.fixture
