@@ -59,6 +59,14 @@ def _refusal(op: str, resp: httpx.Response) -> BoincError:
     return BoincOutputError(message)
 
 
+def check_destination(dest: Path) -> None:
+    """Refuse a destination that is a directory or lies in a missing directory."""
+    if dest.is_dir():
+        raise ValueError(f"destination is a directory: {dest}")
+    if not dest.parent.is_dir():
+        raise FileNotFoundError(f"destination directory does not exist: {dest.parent}")
+
+
 def download_to(
     http: httpx.Client,
     url: str,
@@ -69,10 +77,7 @@ def download_to(
     check_status: Callable[[str, httpx.Response], None],
 ) -> m.DownloadResult:
     """Stream a GET to `dest` through a temp file in the same directory."""
-    if dest.is_dir():
-        raise ValueError(f"destination is a directory: {dest}")
-    if not dest.parent.is_dir():
-        raise FileNotFoundError(f"destination directory does not exist: {dest.parent}")
+    check_destination(dest)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp_path = Path(tmp)
     digest = hashlib.md5(usedforsecurity=False)
@@ -111,6 +116,7 @@ class OutputOps(BoincTransport):
     def _download(
         self, op: str, endpoint: str, params: dict[str, str | int], dest: Dest
     ) -> m.DownloadResult:
+        check_destination(Path(dest))
         self.rpc_counts[op] += 1
         with self._mapped(op):
             return download_to(

@@ -18,13 +18,26 @@ from app.backends.boinc.errors import BoincError, BoincFileError, BoincProtocolE
 from app.backends.boinc.transport import JOB_FILE, BoincTransport
 from app.backends.boinc.xml import add
 
-__all__ = ["FileOps"]
+__all__ = ["PART_OVERHEAD", "REQUEST_OVERHEAD", "FileOps"]
+
+# Bytes counted against max_upload_bytes (PHP's post_max_size) besides the file contents: the
+# headers and boundary of each file part, and the `request` field with its XML.
+PART_OVERHEAD = 512
+REQUEST_OVERHEAD = 8192
 
 
 def _is_duplicate(exc: BoincError, key: str) -> bool:
-    """Whether the server failed on an SQL duplicate of `key` (see section 11.3)."""
-    text = exc.php_fatal if isinstance(exc, BoincProtocolError) and exc.php_fatal else exc.message
-    return "Duplicate entry" in text and key in text
+    """Whether the failure may be an SQL duplicate of `key` (protocol reference 11.3).
+
+    On PHP 8 a duplicate kills the script mid-reply; with display_errors off the reply is just
+    cut short, so a truncated reply without a visible fatal error counts as a possible
+    duplicate. The recoveries below are safe either way: they re-ask the server.
+    """
+    if isinstance(exc, BoincProtocolError):
+        if exc.php_fatal is None:
+            return True
+        return "Duplicate entry" in exc.php_fatal and key in exc.php_fatal
+    return "Duplicate entry" in exc.message and key in exc.message
 
 
 def _md5_of(path: Path) -> str:
@@ -51,7 +64,10 @@ class FileOps(BoincTransport):
         if absent is None:
             # An empty reply must not read as "all present" (the C++ client's mistake).
             raise BoincProtocolError("query_files: reply without absent_files")
-        return {int((f.text or "-1").strip()) for f in absent.findall("file")}
+        try:
+            return {int((f.text or "").strip()) for f in absent.findall("file")}
+        except ValueError:
+            raise BoincProtocolError("query_files: bad index in absent_files") from None
 
     def query_files(
         self, md5s: Sequence[str], batch_id: int = 0, delete_time: int = 0
@@ -78,7 +94,8 @@ class FileOps(BoincTransport):
                 if self._query_files_once([md5], batch_id, delete_time):
                     absent.add(i)
             except BoincProtocolError as exc:
-                # Already associated with this batch: exactly what we wanted.
+                # Already associated with this batch: exactly what we wanted. (The query just
+                # before, without association, showed the server healthy and the file there.)
                 if not _is_duplicate(exc, "job_file_id"):
                     raise
         return absent
@@ -86,27 +103,28 @@ class FileOps(BoincTransport):
     def _plan_uploads(
         self, files: Sequence[tuple[str, str | os.PathLike[str]]]
     ) -> list[list[tuple[str, Path, int]]]:
+        """Check the files, then group them into requests within the PHP limits."""
         items: dict[str, tuple[str, Path, int]] = {}
+        budget = self.max_upload_bytes - REQUEST_OVERHEAD
         for md5, path in files:
             md5 = m.LocalInput(md5).md5
             p = Path(path)
-            size = p.stat().st_size
-            if size > self.max_upload_bytes:
+            # What the file costs in the POST body, multipart framing included.
+            cost = p.stat().st_size + PART_OVERHEAD
+            if cost > budget:
                 raise BoincFileError(
-                    f"{p} ({size} bytes) exceeds max_upload_bytes={self.max_upload_bytes}; "
-                    "raise the project's PHP upload limits and the client's, or use a remote input"
+                    f"{p} ({cost - PART_OVERHEAD} bytes) does not fit in max_upload_bytes="
+                    f"{self.max_upload_bytes}; raise the project's PHP upload limits and the "
+                    "client's, or use a remote input"
                 )
             if self.verify_upload_md5 and _md5_of(p) != md5:
                 raise BoincFileError(f"content of {p} does not match md5 {md5}")
-            items.setdefault(md5, (md5, p, size))
+            items.setdefault(md5, (md5, p, cost))
         chunks: list[list[tuple[str, Path, int]]] = []
         total = 0
         for item in items.values():
-            if (
-                not chunks
-                or len(chunks[-1]) >= self.max_upload_files
-                or (total + item[2] > self.max_upload_bytes)
-            ):
+            full = chunks and len(chunks[-1]) >= self.max_upload_files
+            if not chunks or full or total + item[2] > budget:
                 chunks.append([])
                 total = 0
             chunks[-1].append(item)

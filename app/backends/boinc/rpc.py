@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from xml.etree.ElementTree import Element
 
 from app.backends.boinc import models as m
+from app.backends.boinc import replies as rp
 from app.backends.boinc.download import OutputOps, output_token
 from app.backends.boinc.errors import BoincProtocolError
 from app.backends.boinc.files import FileOps
@@ -45,11 +46,7 @@ class BoincClient(FileOps, OutputOps):
         if batch_name:
             add(root, "batch_name", batch_name)
         add(root, "expire_time", expire_time)
-        reply = self._rpc("create_batch", root)
-        batch_id = int(reply.root.findtext("batch_id", "0").strip() or 0)
-        if batch_id <= 0:
-            raise BoincProtocolError("create_batch: reply without batch_id")
-        return batch_id
+        return rp.positive_int(self._rpc("create_batch", root).root, "batch_id", "create_batch")
 
     def _batch_request(
         self,
@@ -58,7 +55,6 @@ class BoincClient(FileOps, OutputOps):
         jobs: Sequence[m.JobSpec],
         *,
         batch_id: int,
-        batch_name: str,
         job_params: m.JobParams | None,
         app_version_num: int,
         priority: int | None,
@@ -74,8 +70,6 @@ class BoincClient(FileOps, OutputOps):
         add(batch, "app_name", app_name)
         if batch_id:
             add(batch, "batch_id", batch_id)
-        if batch_name:
-            add(batch, "batch_name", batch_name)
         if app_version_num:
             add(batch, "app_version_num", app_version_num)
         if priority is not None:
@@ -127,21 +121,19 @@ class BoincClient(FileOps, OutputOps):
         priority: int | None = None,
     ) -> int:
         """Create the jobs of an INIT batch (one call per batch) and return the batch id."""
+        if batch_id <= 0:
+            # Without one the server makes a fresh batch, outside the race-free order (3.6).
+            raise ValueError("submit_batch needs the id of a batch made by create_batch")
         root = self._batch_request(
             "submit_batch",
             app_name,
             jobs,
             batch_id=batch_id,
-            batch_name="",
             job_params=job_params,
             app_version_num=app_version_num,
             priority=priority,
         )
-        reply = self._rpc("submit_batch", root)
-        got = int(reply.root.findtext("batch_id", "0").strip() or 0)
-        if got <= 0:
-            raise BoincProtocolError("submit_batch: reply without batch_id")
-        return got
+        return rp.positive_int(self._rpc("submit_batch", root).root, "batch_id", "submit_batch")
 
     def estimate_batch(
         self, app_name: str, jobs: Sequence[m.JobSpec], *, batch_id: int = 0
@@ -152,13 +144,12 @@ class BoincClient(FileOps, OutputOps):
             app_name,
             jobs,
             batch_id=batch_id,
-            batch_name="",
             job_params=None,
             app_version_num=0,
             priority=None,
         )
         reply = self._rpc("estimate_batch", root)
-        return float(reply.root.findtext("seconds", "0").strip() or 0)
+        return rp.number(reply.root, "seconds", "estimate_batch")
 
     def query_batches(self, *, get_cpu_time: bool = False) -> list[m.BatchInfo]:
         """All batches of the account except retired ones."""
@@ -166,7 +157,7 @@ class BoincClient(FileOps, OutputOps):
         if get_cpu_time:
             add(root, "get_cpu_time", 1)
         reply = self._rpc("query_batches", root)
-        return [m.batch_info(b) for b in reply.root.findall("batch")]
+        return [rp.batch_info(b) for b in reply.root.findall("batch")]
 
     def query_batch(
         self,
@@ -183,7 +174,7 @@ class BoincClient(FileOps, OutputOps):
             add(root, "get_cpu_time", 1)
         if get_job_details:
             add(root, "get_job_details", 1)
-        return m.batch_detail(self._rpc("query_batch", root).root)
+        return rp.batch_detail(self._rpc("query_batch", root).root)
 
     def query_batch2(
         self, batch_names: Sequence[str], min_mod_time: float = 0.0
@@ -193,24 +184,24 @@ class BoincClient(FileOps, OutputOps):
         add(root, "min_mod_time", min_mod_time)
         for name in batch_names:
             add(root, "batch_name", name)
-        return m.query_batch2_result(self._rpc("query_batch2", root).root, batch_names)
+        return rp.query_batch2_result(self._rpc("query_batch2", root).root, batch_names)
 
     def query_job(self, job_id: int) -> tuple[m.JobInstance, ...]:
         """The instances of a job (by workunit id)."""
         root = self._request("query_job")
         add(root, "job_id", job_id)
-        return m.job_instances(self._rpc("query_job", root).root)
+        return rp.job_instances(self._rpc("query_job", root).root)
 
     def query_completed_job(self, job_name: str) -> m.CompletedJob:
         """Outcome of a finished job: exit status, times and stderr of its instance."""
         root = self._request("query_completed_job")
         add(root, "job_name", job_name)
         try:
-            return m.completed_job(self._rpc("query_completed_job", root).root)
+            return rp.completed_job(self._rpc("query_completed_job", root).root)
         except BoincProtocolError as exc:
             # Without a canonical result the server's fallback query is broken (section 2.9):
             # the reply stops after <error_mask>. Keep what it did say.
-            partial = m.salvage_completed_job(exc)
+            partial = rp.salvage_completed_job(exc)
             if partial is None:
                 raise
             return partial
@@ -225,7 +216,7 @@ class BoincClient(FileOps, OutputOps):
         else:
             raise ValueError("give app_name or job_name")
         # Template text is real markup (<name><OUTFILE_0/></name>): no raw-field repair.
-        return m.templates(self._rpc("get_templates", root, raw_fields=()).root)
+        return rp.templates(self._rpc("get_templates", root, raw_fields=()).root)
 
     def abort_jobs(self, job_names: Sequence[str]) -> list[str]:
         """Abort jobs by name; return the names the server reported as aborted."""
