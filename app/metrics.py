@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send

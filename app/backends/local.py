@@ -19,7 +19,7 @@ from app.backends.base import Backend
 from app.config import Settings
 from app.db import Database
 from app.metrics import BACKEND_ERRORS, JOBS_FINISHED
-from app.models import App, Batch, Job, JobInput, JobOutput, StoredFile
+from app.models import App, Batch, Job, JobInput, JobOutput, StoredFile, Worker
 from app.services import files as files_svc
 from app.services import jobs as jobs_svc
 from app.services.common import insert_ignore, lock_files, now, table_of
@@ -54,6 +54,25 @@ class LocalBackend(Backend):
         self.lock = threading.Lock()
         self.threads: dict[int, threading.Thread] = {}
         settings.sandbox_dir.mkdir(parents=True, exist_ok=True)
+        self._sweep_orphans()
+
+    def _sweep_orphans(self) -> None:
+        """Kill jobs left running by workers that died here, and remove their sandboxes."""
+        with self.db.read_session() as session:
+            alive = now() - self.settings.worker_dead_seconds
+            live = set(
+                session.execute(
+                    select(col(Worker.id)).where(col(Worker.last_seen) >= alive)
+                ).scalars()
+            )
+
+        def keep(dirname: str) -> bool:
+            base = dirname.removesuffix(".log")
+            return any(base.endswith(f"-{w}") for w in live)
+
+        killed = sandbox.kill_orphans(self.settings.sandbox_dir, keep)
+        if killed:
+            log.warning("local.orphans_killed", processes=killed)
 
     # ---- the loop -------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ outputs) guards against accidents and naive tampering only. A job that calls
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import os
 import re
@@ -30,6 +31,7 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGKILL
@@ -300,6 +302,46 @@ class RunningJob:
             self._pidfd = None
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it if the thread that started it dies.
+
+    A worker killed with SIGKILL cannot kill its jobs; without this the job would keep
+    running beside its requeued second attempt.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+
+
+def kill_orphans(root: Path, keep: Callable[[str], bool]) -> int:
+    """Kill processes running inside sandboxes under ``root`` that ``keep`` rejects; remove those.
+
+    Used at worker start: sandboxes of workers that died hold jobs that were requeued.
+    """
+    root = root.resolve()
+    doomed = [p for p in root.iterdir() if p.is_dir() and not keep(p.name)]
+    if not doomed:
+        return 0
+    prefixes = tuple(str(p) for p in doomed)
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd.startswith(prefixes):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), SIGKILL)
+                killed += 1
+    for p in doomed:
+        remove(p)
+    return killed
+
+
 def start(spec: RunSpec) -> RunningJob:
     """Create the sandbox, place read-only input copies and launch the job in its own group.
 
@@ -344,6 +386,7 @@ def start(spec: RunSpec) -> RunningJob:
                 stderr=err_fd,
                 start_new_session=True,
                 close_fds=True,
+                preexec_fn=_die_with_parent,
             )
         except OSError as exc:
             # Failures in the child before exec carry a filename; parent-side ones (fork,

@@ -106,3 +106,38 @@ def test_two_workers_run_each_job_once(test_db: TestDatabase, live_db: str, tmp_
             assert len(page) == 300
     finally:
         server.stop()
+
+
+def test_kill9_of_server_mid_job_requeues_and_leaves_no_orphan(live: LiveServer) -> None:
+    from tests.e2e.test_live import _pids_in_sandboxes
+
+    with live.client() as c:
+        m = put_bytes(c, b"payload")
+        r = c.post(
+            "/v1/batches",
+            json={
+                "name": "k9",
+                "app": "exitcode",
+                "jobs": [
+                    {"name": "k9-0", "args": ["--sleep", "2"], "inputs": [{"name": "in", "md5": m}]}
+                ],
+            },
+        )
+        assert r.status_code == 201
+        wait_for(c, "/v1/jobs/k9-0", "state", ("in_progress",))
+    root = str(live.data_dir.resolve())
+    deadline = time.monotonic() + 20
+    while not _pids_in_sandboxes(root):
+        assert time.monotonic() < deadline, "job process never appeared"
+        time.sleep(0.05)
+    live.kill9()
+    deadline = time.monotonic() + 10
+    while _pids_in_sandboxes(root):
+        assert time.monotonic() < deadline, "job process outlived its killed server"
+        time.sleep(0.05)
+    live.start()
+    with live.client() as c:
+        job = wait_for(c, "/v1/jobs/k9-0", "state", ("done", "error"), timeout=60)
+        assert job["state"] == "done", job
+        assert job["attempts"] == 2
+        assert c.get("/v1/jobs/k9-0/outputs/out").content == b"payload"
