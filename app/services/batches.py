@@ -191,6 +191,9 @@ def create(
 ) -> tuple[Batch, bool]:
     """Create (and by default submit) a batch atomically; returns (batch, created)."""
     digest = spec_hash(data.model_dump(mode="json"))
+    # Lock first: a concurrent retry waits here, then finds the batch and answers 200
+    # instead of failing on the unique constraint.
+    users_svc.lock_user(session, user_id=user.id or 0)
     existing = get_batch(session, owner=user, name=data.name)
     if existing is not None:
         if existing.spec_hash == digest:
@@ -200,7 +203,6 @@ def create(
     jobs = data.jobs or []
     _validate_jobs(app, jobs, max_content)
     submit = bool(jobs) and data.submit
-    users_svc.lock_user(session, user_id=user.id or 0)
     if submit:
         users_svc.check_job_quota(session, user=user, adding=len(jobs))
     t = now()
@@ -239,6 +241,9 @@ def add_jobs(
     max_content: int,
 ) -> tuple[Batch, int]:
     """Add jobs to an open batch; jobs already added with the same content are skipped."""
+    # Lock first: concurrent adds (or a retry racing the original) see each other's jobs
+    # and the batch's current state and job count.
+    users_svc.lock_user(session, user_id=user.id or 0)
     batch = get_batch_or_404(session, owner=user, name=name)
     app = session.get_one(App, batch.app_id)
     _validate_jobs(app, jobs, max_content)
@@ -253,7 +258,6 @@ def add_jobs(
         if bid != batch.id or h != spec_hash(by_name[jname].model_dump(mode="json")):
             raise JobExists(f"job name {jname} is already used", job=jname)
     new = [j for j in jobs if j.name not in existing]
-    users_svc.lock_user(session, user_id=user.id or 0)
     if new and batch.state != BS.open:
         raise BatchState(
             f"batch {name} is {batch.state}: jobs can only be added to an open batch",
@@ -267,13 +271,18 @@ def add_jobs(
 
 def submit(session: Session, *, user: User, name: str) -> Batch:
     """Open -> in progress (a second submit is a no-op)."""
+    # Lock before reading the state: a concurrent retry then sees the batch submitted and
+    # returns it, instead of counting its jobs against the quota a second time.
+    users_svc.lock_user(session, user_id=user.id or 0)
     batch = get_batch_or_404(session, owner=user, name=name)
     if batch.state != BS.open:
         if batch.state in (BS.in_progress, BS.complete):
             return batch
         raise BatchState(f"batch {name} is {batch.state}", batch=name, state=batch.state)
-    users_svc.lock_user(session, user_id=user.id or 0)
-    users_svc.check_job_quota(session, user=user, adding=batch.njobs)
+    counts = jobs_svc.counts_by_state(session, batch_id=batch.id or 0)
+    # Jobs aborted while the batch was open will not run: they take no quota.
+    adding = sum(counts[s.value] for s in JOB_ACTIVE)
+    users_svc.check_job_quota(session, user=user, adding=adding)
     change = bump_change(session)
     moved = session.execute(
         update(Batch)

@@ -15,8 +15,11 @@ def test_uppercase_runs(client: TestClient, user: dict[str, str]) -> None:
     name = unique()
     r = client.post(
         "/v1/batches",
-        json={"name": name, "app": "uppercase",
-              "jobs": [{"name": f"{name}-j0", "inputs": [{"name": "in", "md5": m}]}]},
+        json={
+            "name": name,
+            "app": "uppercase",
+            "jobs": [{"name": f"{name}-j0", "inputs": [{"name": "in", "md5": m}]}],
+        },
         headers=user,
     )
     assert r.status_code == 201, r.text
