@@ -53,6 +53,22 @@ class Settings(BaseSettings):
     boinc_timeout_seconds: float = 60
     boinc_poll_seconds: float = 30
     boinc_upload_max_bytes: int = 64 << 20
+    # query_batch2 lists only jobs whose workunit changed, and a job being sent to a volunteer
+    # changes only its instance: a full listing this often shows jobs that started running.
+    boinc_full_poll_seconds: float = 600
+    # how long a worker may take to send one batch before another worker takes over
+    boinc_claim_seconds: float = 600
+    # backoff after a retryable BOINC error: doubles from the first value up to the second
+    boinc_retry_seconds: float = 5
+    boinc_retry_max_seconds: float = 300
+    # finished jobs whose outputs are fetched per dispatcher step (the rest follow)
+    boinc_fetch_per_step: int = 100
+    # how long /readyz trusts the last ping
+    boinc_health_seconds: float = 15
+    # gateway-side failures (not BOINC's) before a batch is given up
+    boinc_max_attempts: int = 10
+    # BOINC batch and job names start with this (letters and digits)
+    boinc_name_prefix: str = Field(default="bgw", pattern=r"^[A-Za-z0-9]{1,16}$")
 
     log_level: str = "INFO"
     log_json: bool = False

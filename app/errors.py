@@ -30,10 +30,13 @@ class ServiceError(Exception):
     code: ClassVar[str] = "internal_error"
     title: ClassVar[str] = "Internal error"
 
-    def __init__(self, detail: str | None = None, **fields: Any) -> None:
+    def __init__(
+        self, detail: str | None = None, *, headers: dict[str, str] | None = None, **fields: Any
+    ) -> None:
         super().__init__(detail or self.title)
         self.detail = detail or self.title
         self.fields = fields
+        self.headers = headers
 
     def to_problem(self) -> dict[str, Any]:
         """The problem+json body."""
@@ -79,14 +82,15 @@ RangeNotSatisfiable = _error(
     "RangeNotSatisfiable", 416, "range_not_satisfiable", "Range not satisfiable"
 )
 IncompleteUpload = _error("IncompleteUpload", 400, "incomplete_upload", "Upload was cut short")
+MethodNotAllowed = _error("MethodNotAllowed", 405, "method_not_allowed", "Method not allowed")
 Unavailable = _error("Unavailable", 503, "unavailable", "Service unavailable")
 StorageFull = _error("StorageFull", 507, "storage_full", "Insufficient storage")
 
 
 def responses(*errors: type[ServiceError]) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` declaring the given errors (plus 401) as problem+json."""
+    """OpenAPI ``responses`` declaring the given errors (plus 401 and 503) as problem+json."""
     by_status: dict[int, list[type[ServiceError]]] = {}
-    for err in (Unauthorized, *errors):
+    for err in (Unauthorized, *errors, Unavailable):
         by_status.setdefault(err.status, []).append(err)
     out: dict[int | str, dict[str, Any]] = {}
     for status, errs in sorted(by_status.items()):
@@ -98,3 +102,23 @@ def responses(*errors: type[ServiceError]) -> dict[int | str, dict[str, Any]]:
             },
         }
     return out
+
+
+_BY_STATUS: dict[int, type[ServiceError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    413: FileTooLarge,
+    416: RangeNotSatisfiable,
+    503: Unavailable,
+}
+
+
+def from_status(status: int, detail: str) -> ServiceError:
+    """The ServiceError for a framework-raised HTTP error (routing, form parsing)."""
+    cls = _BY_STATUS.get(status)
+    if cls is None:
+        cls = _error("HttpError", status, f"http_{status}", "HTTP error")
+    return cls(detail)

@@ -13,12 +13,13 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
 from app.api import apps, batches, files, health, jobs, users
 from app.config import Settings, get_settings
 from app.db import Database
-from app.errors import Problem, ServiceError, Unavailable
+from app.errors import Problem, ServiceError, Unavailable, from_status
 from app.metrics import RequestMiddleware
 from app.services.store import FileStore
 from app.setup import prepare
@@ -28,7 +29,9 @@ STATIC = Path(__file__).parent / "static"
 
 
 def _problem(err: ServiceError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+    headers = dict(err.headers or {})
+    if err.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(
         err.to_problem(),
         status_code=err.status,
@@ -68,8 +71,9 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
         summary="REST gateway to BOINC: content-addressed files, batches and jobs.",
         description=(
             "Upload input files by MD5, submit batches of jobs of a registered app, follow "
-            "them by change cursor, download outputs. Every error is application/problem+json "
-            "with a stable `code`."
+            "them by change cursor, download outputs. Every error the service raises is "
+            "application/problem+json with a stable `code`; malformed requests get FastAPI's "
+            "422 validation error."
         ),
         lifespan=lifespan,
         docs_url=None,
@@ -80,6 +84,12 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
     @app.exception_handler(ServiceError)
     async def _service_error(_req: Request, exc: ServiceError) -> JSONResponse:
         return _problem(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        err = from_status(exc.status_code, str(exc.detail))
+        err.headers = dict(exc.headers or {})
+        return _problem(err)
 
     @app.exception_handler(OperationalError)
     async def _db_down(_req: Request, exc: OperationalError) -> JSONResponse:
@@ -126,6 +136,10 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
         schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
             Problem.model_json_schema()
         )
+        for item in schema.get("paths", {}).values():
+            # A HEAD answer never has a body; declaring one breaks generated clients.
+            for resp in item.get("head", {}).get("responses", {}).values():
+                resp.pop("content", None)
         app.openapi_schema = schema
         return schema
 

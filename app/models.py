@@ -198,3 +198,36 @@ class Worker(SQLModel, table=True):
     backend: str
     started_at: float
     last_seen: float = Field(index=True)
+
+
+class BoincBatch(SQLModel, table=True):
+    """What the ``boinc`` backend did with a batch: sending claim, BOINC-side propagation."""
+
+    __tablename__ = "boinc_batches"
+    __table_args__ = (Index("ix_boinc_batches_phase_retry_at", "phase", "retry_at"),)
+    batch_id: int = Field(
+        sa_column=Column(ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True)
+    )
+    # sending (claimed or waiting to retry), sent, failed, skipped (nothing to send)
+    phase: str = Field(sa_column=Column(String(16), nullable=False))
+    claimed_by: str | None = Field(default=None, sa_column=Column(String(64)))
+    claimed_until: float = 0.0
+    attempts: int = 0
+    retry_at: float = 0.0
+    last_error: str | None = None
+    # min_mod_time of the next query_batch2 for this batch (0: list every job)
+    poll_since: float = 0.0
+    # the lease last given to BOINC as expire_time (None: none given)
+    expire_sent: float | None = None
+    aborted_sent: bool = False
+    retired_sent: bool = False
+
+
+class BoincMeta(SQLModel, table=True):
+    """Small shared values of the ``boinc`` backend: the name token, the poller's lease."""
+
+    __tablename__ = "boinc_meta"
+    key: str = Field(sa_column=Column(String(32), primary_key=True))
+    value: str | None = None
+    holder: str | None = Field(default=None, sa_column=Column(String(64)))
+    until: float = 0.0

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from app.states import BatchState, JobState
+
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-#:@+=]{1,191}$")
 # Apps are stored in a 64-character column (and BOINC app names are short).
 APP_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-#:@+=]{1,64}$")
@@ -16,6 +18,8 @@ USER_RE = re.compile(r"^[A-Za-z0-9_.\-@]{1,64}$")
 
 
 def _check(pattern: re.Pattern[str], what: str) -> Any:
+    """Validate against ``pattern`` (also published in the schema) and refuse ``.``/``..``."""
+
     def check(value: str) -> str:
         if not pattern.fullmatch(value) or value in {".", ".."}:
             raise ValueError(f"invalid {what} {value[:200]!r}")
@@ -244,7 +248,7 @@ class Lease(Strict):
 class BatchSummary(BaseModel):
     name: str
     app: str
-    state: str
+    state: BatchState
     created_at: float
     submitted_at: float | None
     completed_at: float | None
@@ -264,7 +268,7 @@ class JobsAdded(BaseModel):
 
 class JobStateItem(BaseModel):
     name: str
-    state: str
+    state: JobState
 
 
 class BatchQuery(Strict):
@@ -284,7 +288,7 @@ class BatchQueryResult(BaseModel):
 
 class JobListItem(BaseModel):
     name: str
-    state: str
+    state: JobState
     exit_code: int | None = None
     error: str | None = None
     change: str
@@ -299,7 +303,7 @@ class FileRef(BaseModel):
 
 class JobOut(BaseModel):
     name: str
-    state: str
+    state: JobState
     batch: str
     app: str
     args: list[str]

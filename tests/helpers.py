@@ -21,7 +21,10 @@ def upload(client: TestClient, headers: dict[str, str], data: bytes, **params: s
 
 
 def wait_batch(
-    client: TestClient, headers: dict[str, str], name: str, states: tuple[str, ...] = ("complete",),
+    client: TestClient,
+    headers: dict[str, str],
+    name: str,
+    states: tuple[str, ...] = ("complete",),
     timeout: float = 60,
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
@@ -36,7 +39,10 @@ def wait_batch(
 
 
 def wait_job(
-    client: TestClient, headers: dict[str, str], name: str, states: tuple[str, ...],
+    client: TestClient,
+    headers: dict[str, str],
+    name: str,
+    states: tuple[str, ...],
     timeout: float = 60,
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Query, Request, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
+from starlette import responses as starlette_responses
 from starlette.requests import ClientDisconnect
 
 from app.deps import DbDep, ReadSessionDep, SessionDep, SettingsDep, StoreDep, UserDep
@@ -22,6 +24,7 @@ from app.errors import (
     InvalidRequest,
     Md5Mismatch,
     QuotaExceeded,
+    RangeNotSatisfiable,
     StorageFull,
     responses,
 )
@@ -195,7 +198,32 @@ def upload_files(
     ]
 
 
-@router.head("/{md5}", operation_id="head_file", responses=responses(FileNotFound))
+def ranged_file(request: Request, path: Path, size: int, md5: str) -> FileResponse:
+    """A download that honours ``Range``; an unusable range is a problem+json error."""
+    header = request.headers.get("range")
+    if header:
+        try:
+            FileResponse._parse_range_header(header, size)
+        except starlette_responses.RangeNotSatisfiable as exc:
+            raise RangeNotSatisfiable(
+                f"the file has {size} bytes", headers={"Content-Range": f"bytes */{size}"}
+            ) from exc
+        except starlette_responses.MalformedRangeHeader as exc:
+            raise InvalidRequest(f"bad Range header: {exc}") from exc
+    return FileResponse(path, media_type="application/octet-stream", headers={"ETag": f'"{md5}"'})
+
+
+@router.head(
+    "/{md5}",
+    operation_id="head_file",
+    response_class=Response,
+    responses={
+        200: {"description": "You have this file (Content-Length is its size)", "content": {}},
+        401: {"description": "Missing or invalid token (code: unauthorized)", "content": {}},
+        404: {"description": "You do not have this file (code: file_not_found)", "content": {}},
+        503: {"description": "Service unavailable (code: unavailable)", "content": {}},
+    },
+)
 def head_file(md5: Md5, session: ReadSessionDep, user: UserDep) -> Response:
     """Whether you have this file (200 with its size) or not (404)."""
     row = svc.get_file_or_404(session, user=user, md5=md5)
@@ -216,15 +244,15 @@ def head_file(md5: Md5, session: ReadSessionDep, user: UserDep) -> Response:
             },
             "description": "The bytes (Range supported)",
         },
-        **responses(FileNotFound),
+        **responses(FileNotFound, RangeNotSatisfiable, InvalidRequest),
     },
 )
-def get_file(md5: Md5, session: ReadSessionDep, store: StoreDep, user: UserDep) -> FileResponse:
+def get_file(
+    md5: Md5, request: Request, session: ReadSessionDep, store: StoreDep, user: UserDep
+) -> FileResponse:
     """Download a file you have (ETag is the MD5; ``Range`` requests are honoured)."""
-    svc.get_file_or_404(session, user=user, md5=md5)
-    return FileResponse(
-        store.path(md5), media_type="application/octet-stream", headers={"ETag": f'"{md5}"'}
-    )
+    row = svc.get_file_or_404(session, user=user, md5=md5)
+    return ranged_file(request, store.path(md5), row.size, md5)
 
 
 @router.post(

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse
 
+from app.api.files import ranged_file
 from app.deps import ReadSessionDep, SessionDep, StoreDep, UserDep
-from app.errors import JobNotFound, OutputNotFound, responses
+from app.errors import (
+    InvalidRequest,
+    JobNotFound,
+    OutputNotFound,
+    RangeNotSatisfiable,
+    responses,
+)
 from app.schemas import AbortResult, JobOut, JobsAbort
 from app.services import jobs as svc
 from app.services.lookup import get_job_or_404
@@ -35,20 +42,23 @@ def get_job(name: str, session: ReadSessionDep, user: UserDep) -> JobOut:
     response_class=FileResponse,
     responses={
         200: {"content": _BINARY, "description": "The output (Range supported)"},
-        **responses(JobNotFound, OutputNotFound),
+        **responses(JobNotFound, OutputNotFound, RangeNotSatisfiable, InvalidRequest),
     },
 )
 def get_output(
-    name: str, output: str, session: ReadSessionDep, store: StoreDep, user: UserDep
+    name: str,
+    output: str,
+    request: Request,
+    session: ReadSessionDep,
+    store: StoreDep,
+    user: UserDep,
 ) -> FileResponse:
     """One output file of a job."""
     row = svc.get_output_or_404(session, user=user, job_name=name, output=output)
     path = store.path(row.md5)
     if not path.exists():
         raise OutputNotFound(f"output {output} of job {name} was deleted", job=name, output=output)
-    return FileResponse(
-        path, media_type="application/octet-stream", headers={"ETag": f'"{row.md5}"'}
-    )
+    return ranged_file(request, path, row.size, row.md5)
 
 
 def _log(

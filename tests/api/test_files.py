@@ -386,22 +386,12 @@ def test_unsatisfiable_range_is_416(client: TestClient, user: dict[str, str]) ->
     assert r.headers["content-range"] == "bytes */10"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="contract gap: Starlette's FileResponse answers an unsatisfiable Range with a "
-    "text/plain 416, not problem+json range_not_satisfiable (declared nowhere)",
-)
 def test_unsatisfiable_range_is_a_problem(client: TestClient, user: dict[str, str]) -> None:
     m = upload(client, user, b"0123456789")
     r = client.get(f"/v1/files/{m}", headers={**user, "Range": "bytes=20-30"})
     problem(r, 416, "range_not_satisfiable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="contract gap: Starlette refuses more than 1000 multipart parts with a plain "
-    "application/json 400 before the route's invalid_request check can run",
-)
 def test_too_many_parts_is_a_problem(client: TestClient, user: dict[str, str]) -> None:
     files = [("file", (f"f{i}", b"x")) for i in range(1001)]
     r = client.post("/v1/files", files=files, headers=user)

@@ -1,0 +1,5 @@
+"""``python -m bgw``."""
+
+from bgw.main import main
+
+main()

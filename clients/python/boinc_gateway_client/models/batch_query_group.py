@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from typing import cast
+
+if TYPE_CHECKING:
+  from ..models.job_state_item import JobStateItem
+
+
+
+
+
+T = TypeVar("T", bound="BatchQueryGroup")
+
+
+
+@_attrs_define
+class BatchQueryGroup:
+    """ 
+        Attributes:
+            name (str):
+            jobs (list[JobStateItem]):
+     """
+
+    name: str
+    jobs: list[JobStateItem]
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.job_state_item import JobStateItem # noqa: PLC0415
+        name = self.name
+
+        jobs = []
+        for jobs_item_data in self.jobs:
+            jobs_item = jobs_item_data.to_dict()
+            jobs.append(jobs_item)
+
+
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "name": name,
+            "jobs": jobs,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.job_state_item import JobStateItem # noqa: PLC0415
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        jobs = []
+        _jobs = d.pop("jobs")
+        for jobs_item_data in (_jobs):
+            jobs_item = JobStateItem.from_dict(jobs_item_data)
+
+
+
+            jobs.append(jobs_item)
+
+
+        batch_query_group = cls(
+            name=name,
+            jobs=jobs,
+        )
+
+
+        batch_query_group.additional_properties = d
+        return batch_query_group
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
