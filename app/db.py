@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.pool import NullPool
 from sqlmodel import Session
 
 
@@ -15,7 +14,9 @@ def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": 30},
-        poolclass=NullPool if ":memory:" not in url else None,
+        # Pooled: the pragmas below run once per connection, not once per request.
+        pool_size=10,
+        max_overflow=20,
     )
 
     @event.listens_for(engine, "connect")

@@ -59,11 +59,16 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
             env={
-                **os.environ, "BGW_DATABASE_URL": db_url, "BGW_DATA_DIR": str(data_dir),
-                "BGW_BOOTSTRAP_TOKEN": TOKEN, "BGW_LOG_LEVEL": "WARNING",
-                "BGW_DISPATCHER_IDLE_SECONDS": "0.05", **env,
+                **os.environ,
+                "BGW_DATABASE_URL": db_url,
+                "BGW_DATA_DIR": str(data_dir),
+                "BGW_BOOTSTRAP_TOKEN": TOKEN,
+                "BGW_LOG_LEVEL": "WARNING",
+                "BGW_DISPATCHER_IDLE_SECONDS": "0.05",
+                **env,
             },
-            stdout=self.log, stderr=self.log,
+            stdout=self.log,
+            stderr=self.log,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -77,8 +82,9 @@ class Server:
         self.ps = psutil.Process(self.proc.pid)
 
     def client(self, timeout: float = 600) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=timeout,
-                            headers={"Authorization": f"Bearer {TOKEN}"})
+        return httpx.Client(
+            base_url=self.url, timeout=timeout, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
 
     def rss(self) -> int:
         return int(self.ps.memory_info().rss)
