@@ -67,11 +67,11 @@ def _validate_jobs(app: App, jobs: Sequence[JobSpec], max_content: int) -> None:
 
 def _stage_contents(
     session: Session, *, store: FileStore, user: User, jobs: Sequence[JobSpec], keep: float
-) -> dict[str, str]:
-    """Store inline ``content`` inputs as files in bulk; returns content -> md5."""
+) -> tuple[dict[str, str], dict[str, int]]:
+    """Store inline ``content`` inputs as files in bulk; returns content -> md5, md5 -> size."""
     contents = sorted({i.content for j in jobs for i in j.inputs if i.content is not None})
     if not contents:
-        return {}
+        return {}, {}
     out: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
         staged = []
@@ -80,6 +80,9 @@ def _stage_contents(
             staged.append((tmp, md5, size))
             out[content] = md5
         t = now()
+        sizes = {m: n for _, m, n in staged}
+        new = set(sizes) - files_svc.owned(session, user_id=user.id or 0, md5s=list(sizes))
+        users_svc.check_storage_quota(session, user=user, adding=sum(sizes[m] for m in new))
         insert_ignore(
             session, StoredFile, [{"md5": m, "size": n, "created_at": t} for _, m, n in staged]
         )
@@ -87,7 +90,7 @@ def _stage_contents(
         files_svc.claim(session, user_id=user.id or 0, md5s=list(out.values()), keep_until=t + keep)
         for tmp, md5, _ in staged:
             store.place(tmp, md5)
-    return out
+    return out, sizes
 
 
 def _insert_jobs(
@@ -104,8 +107,10 @@ def _insert_jobs(
     if not jobs:
         return 0
     md5s = sorted({i.md5 for j in jobs for i in j.inputs if i.md5 and not i.url})
+    sizes: dict[str, int] = {}
     if md5s:
-        have = files_svc.owned(session, user_id=user.id or 0, md5s=md5s) & lock_files(session, md5s)
+        sizes = lock_files(session, md5s)
+        have = files_svc.owned(session, user_id=user.id or 0, md5s=md5s) & sizes.keys()
         missing = [m for m in md5s if m not in have]
         if missing:
             raise MissingInputFiles(
@@ -124,7 +129,10 @@ def _insert_jobs(
         )
         if taken is not None:
             raise JobExists(f"job name {taken} is already used", job=taken)
-    content_md5 = _stage_contents(session, store=store, user=user, jobs=jobs, keep=keep)
+    content_md5, content_sizes = _stage_contents(
+        session, store=store, user=user, jobs=jobs, keep=keep
+    )
+    sizes.update(content_sizes)
     change = bump_change(session)
     t = now()
     order = {name: pos for pos, name in enumerate(app.inputs)}
@@ -167,7 +175,7 @@ def _insert_jobs(
                     "md5": None if i.url else md5,
                     "url": i.url,
                     "url_md5": i.md5 if i.url else None,
-                    "size": i.size,
+                    "size": i.size if i.url else sizes.get(md5 or ""),
                 }
             )
     for input_part in chunks(inputs, 500):

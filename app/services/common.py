@@ -51,25 +51,25 @@ def insert_ignore(session: Session, model: type[Any], rows: list[dict[str, Any]]
         session.execute(ins(table_of(model)).on_conflict_do_nothing(), list(part))
 
 
-def lock_files(session: Session, md5s: Sequence[str]) -> set[str]:
-    """Which of ``md5s`` have a files row, holding FOR SHARE locks on them until commit.
+def lock_files(session: Session, md5s: Sequence[str]) -> dict[str, int]:
+    """Which of ``md5s`` have a files row (md5 -> size), holding FOR SHARE locks until commit.
 
     Garbage collection locks rows FOR UPDATE before deleting, so a file this returns cannot
     vanish before the caller's transaction commits its reference (SQLite: writes are serial).
     """
-    found: set[str] = set()
+    found: dict[str, int] = {}
     pg = is_postgres(session)
     for part in chunks(sorted(set(md5s))):
         if pg:
-            sql = "SELECT md5 FROM files WHERE md5 = ANY(:keys) FOR SHARE"
+            sql = "SELECT md5, size FROM files WHERE md5 = ANY(:keys) FOR SHARE"
             rows = session.execute(text(sql), {"keys": list(part)})
         else:
             marks = ",".join(f":k{i}" for i in range(len(part)))
             rows = session.execute(
-                text(f"SELECT md5 FROM files WHERE md5 IN ({marks})"),
+                text(f"SELECT md5, size FROM files WHERE md5 IN ({marks})"),
                 {f"k{i}": k for i, k in enumerate(part)},
             )
-        found.update(r[0] for r in rows)
+        found.update((r[0], int(r[1])) for r in rows)
     return found
 
 

@@ -129,7 +129,7 @@ def query(
 ) -> list[str]:
     """The md5s the user does not have; the present ones are kept and tied to the batch."""
     batch = get_batch_or_404(session, owner=user, name=batch_name) if batch_name else None
-    present = owned(session, user_id=user.id or 0, md5s=md5s) & lock_files(session, md5s)
+    present = owned(session, user_id=user.id or 0, md5s=md5s) & lock_files(session, md5s).keys()
     if present:
         claim(session, user_id=user.id or 0, md5s=sorted(present), keep_until=now() + keep_seconds)
         if batch is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from tests.e2e.conftest import LiveServer, put_bytes, wait_for
 
@@ -101,3 +102,40 @@ def test_abort_kills_long_running_job(live: LiveServer) -> None:
         assert c.post("/v1/batches/query", json={"batches": ["long"], "since": "0"}).json()[
             "batches"
         ][0]["jobs"] == [{"name": "sleepy", "state": "aborted"}]
+
+
+def test_url_input_is_fetched_checked_and_kept(live: LiveServer, tmp_path: Path) -> None:
+    import functools
+    import hashlib
+    import http.server
+    import threading
+
+    served = tmp_path / "www"
+    served.mkdir()
+    (served / "data.txt").write_bytes(b"from the web\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/data.txt"
+    good = hashlib.md5(b"from the web\n").hexdigest()
+    try:
+        with live.client() as c:
+            jobs = [
+                {"name": "web-ok", "inputs": [{"name": "in", "url": url, "md5": good, "size": 13}]},
+                {
+                    "name": "web-bad",
+                    "inputs": [{"name": "in", "url": url, "md5": "0" * 32, "size": 13}],
+                },
+            ]
+            r = c.post("/v1/batches", json={"name": "web", "app": "uppercase", "jobs": jobs})
+            assert r.status_code == 201, r.text
+            wait_for(c, "/v1/batches/web", "state", ("complete",))
+            assert c.get("/v1/jobs/web-ok/outputs/out").content == b"FROM THE WEB\n"
+            bad = c.get("/v1/jobs/web-bad").json()
+            assert bad["state"] == "error"
+            assert "does not match its md5/size" in bad["error"]
+            detail = c.get("/v1/jobs/web-ok").json()
+            assert detail["inputs"] == [{"name": "in", "md5": good, "size": 13, "url": url}]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
