@@ -19,7 +19,14 @@ from app import __version__
 from app.api import apps, batches, files, health, jobs, users
 from app.config import Settings, get_settings
 from app.db import Database
-from app.errors import Problem, ServiceError, Unavailable, from_status
+from app.errors import (
+    InvalidRequest,
+    Problem,
+    ServiceError,
+    Unavailable,
+    from_status,
+    responses,
+)
 from app.metrics import RequestMiddleware
 from app.services.store import FileStore
 from app.setup import prepare
@@ -136,10 +143,22 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
         schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
             Problem.model_json_schema()
         )
+        bad_body = responses(InvalidRequest)[400]
         for item in schema.get("paths", {}).values():
             # A HEAD answer never has a body; declaring one breaks generated clients.
             for resp in item.get("head", {}).get("responses", {}).values():
                 resp.pop("content", None)
+            # A body that is not even parseable is refused (400) before validation runs.
+            for op in item.values():
+                if "application/json" not in op.get("requestBody", {}).get("content", {}):
+                    continue
+                if "400" not in op["responses"]:
+                    op["responses"]["400"] = dict(bad_body)
+                elif "invalid_request" not in op["responses"]["400"]["description"]:
+                    desc = op["responses"]["400"]["description"]
+                    op["responses"]["400"]["description"] = desc.replace(
+                        "(code: ", "(code: invalid_request, "
+                    )
         app.openapi_schema = schema
         return schema
 
