@@ -22,6 +22,7 @@ from clients.gahp.localfs import LocalFileError
 from clients.gahp.protocol import escape
 from clients.gahp.rest import GatewayError, Project
 from clients.gahp.submit import Submit
+from clients.gahp.unicore import PARSERS as UNICORE_PARSERS
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +246,7 @@ PARSERS: dict[str, Callable[[Sequence[str]], Command]] = {
     "BOINC_RETIRE_BATCH": RetireBatch.parse,
     "BOINC_SET_LEASE": SetLease.parse,
     "BOINC_SUBMIT": Submit.parse,
+    **UNICORE_PARSERS,
 }
 
 
@@ -257,25 +259,30 @@ def parse(name: str, args: Sequence[str]) -> Command:
 
 
 async def execute(command: Command, ctx: Context, project: Project | None) -> list[str]:
-    """Run a command within the deadline; every failure becomes one error field."""
+    """Run a command within the deadline; every failure becomes its command's error fields."""
     context = command.context
     if project is None:
-        return [f"{context}: -1 no project selected (BOINC_SELECT_PROJECT or config file)"]
+        message = f"{context}: -1 no project selected (BOINC_SELECT_PROJECT or config file)"
+        return failure(command, message)
     timeout = ctx.config.command_timeout
     try:
         async with asyncio.timeout(timeout):
-            fields = await command.run(ctx, project)
+            return await command.run(ctx, project)
     except CommandError as exc:
-        fields = [str(exc)]
+        message = str(exc)
     except TimeoutError:
-        fields = [f"{context}: -1 timed out after {timeout:g} s"]
+        message = f"{context}: -1 timed out after {timeout:g} s"
     except (GatewayError, LocalFileError) as exc:
-        fields = [f"{context}: {describe(exc)}"]
+        message = f"{context}: {describe(exc)}"
     except Exception as exc:  # a bug must not kill the gridmanager: answer and log it
         log.exception("%s failed", type(command).__name__)
-        fields = [f"{context}: -1 internal error: {describe(exc)}"]
-    if fields[0] != "NULL":
-        log.warning("%s", fields[0])
-        # The gridmanager dies on a line over 500 KiB; a message never needs that much.
-        fields = [fields[0][:MAX_ERROR_CHARS]]
-    return fields
+        message = f"{context}: -1 internal error: {describe(exc)}"
+    log.warning("%s", message)
+    # The gridmanager dies on a line over 500 KiB; a message never needs that much.
+    return failure(command, message[:MAX_ERROR_CHARS])
+
+
+def failure(command: Command, message: str) -> list[str]:
+    """A failed command's result fields: the message alone, or the command's own shape."""
+    shape = getattr(command, "failure_fields", None)
+    return list(shape(message)) if callable(shape) else [message]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import httpx
@@ -18,6 +18,7 @@ import httpx
 from clients.gahp.config import Config
 from clients.gahp.localfs import LocalFileError
 from clients.gahp.rest import GatewayClient, GatewayError
+from clients.gahp.watch import Registry
 
 T = TypeVar("T")
 
@@ -48,6 +49,8 @@ class Context:
     config: Config
     # Where the next truncated BOINC_QUERY_BATCHES reply starts (see commands.fit_groups).
     rotation: int = 0
+    # The jobs the UNICORE-style commands answer for, and their callback channel.
+    unicore: Registry = field(default_factory=Registry)
 
 
 def describe(exc: BaseException) -> str:

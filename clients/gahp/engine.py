@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from clients.gahp import commands
+from clients.gahp import commands, unicore
 from clients.gahp.config import Config
 from clients.gahp.context import Context, ParseError
 from clients.gahp.protocol import Line, LineParser, format_line, format_raw
@@ -31,7 +31,8 @@ RELEASE_DATE = "Dec 02 2026"
 # Escaped exactly like the reference banner; must stay under 150 characters (gahp.md 1.4).
 BANNER = f"$GahpVersion: {VERSION} {RELEASE_DATE} boinc-gateway\\ BOINC\\ GAHP $"
 # The reference boinc_gahp list, so the gridmanager's startup is banner, COMMANDS,
-# ASYNC_MODE_ON and nothing more (gahp.md 1.6).
+# ASYNC_MODE_ON and nothing more (gahp.md 1.6), plus the generic ClassAd job commands
+# (gahp.md 5.1), which trigger nothing at startup.
 COMMAND_NAMES = (
     "ASYNC_MODE_OFF",
     "ASYNC_MODE_ON",
@@ -46,6 +47,12 @@ COMMAND_NAMES = (
     "COMMANDS",
     "QUIT",
     "RESULTS",
+    "UNICORE_JOB_CALLBACK",
+    "UNICORE_JOB_CREATE",
+    "UNICORE_JOB_DESTROY",
+    "UNICORE_JOB_RECOVER",
+    "UNICORE_JOB_START",
+    "UNICORE_JOB_STATUS",
     "VERSION",
 )
 THREADS_LIMIT = ("F", "Threads limit reached")
@@ -129,11 +136,7 @@ class Engine:
             self.writer.lines(["E"])
 
     def _start_async(self, name: str, args: Sequence[str]) -> None:
-        if not args or not args[0].isascii() or not args[0].isdigit() or len(args[0]) > 9:
-            raise ParseError(f"{name[:40]} needs a request id")
-        reqid = args[0]
-        if int(reqid) == 0:
-            raise ParseError("request id 0")
+        reqid = _reqid(name, args)
         command = commands.parse(name, args[1:])
         if self.pending >= self.config.max_in_flight:
             # The gridmanager lowers its in-flight limit and re-sends (gahp.md T12).
@@ -150,9 +153,13 @@ class Engine:
         self, name: str, reqid: str, command: commands.Command, project: Project | None
     ) -> None:
         fields = await commands.execute(command, self.ctx, project)
-        self._results.append([reqid, *fields])
-        self._announce()
+        self.push([reqid, *fields])
         log.info("finished %s %s", name, reqid)
+
+    def push(self, fields: list[str]) -> None:
+        """Queue one result line for RESULTS (announced by R in async mode)."""
+        self._results.append(fields)
+        self._announce()
 
     def _announce(self) -> None:
         if self.async_mode and self._results and not self._announced:
@@ -204,6 +211,13 @@ class Engine:
         log.info("selected project %s", args[0])
         self.writer.lines(["S"])
 
+    def _unicore_callback(self, args: Sequence[str]) -> None:
+        # Synchronous: exactly `S`; results follow unsolicited with this reqid (gahp.md 5.1).
+        if len(args) != 1:
+            raise ParseError("UNICORE_JOB_CALLBACK needs exactly a request id")
+        unicore.enable_callbacks(self.ctx, _reqid("UNICORE_JOB_CALLBACK", args), self.push)
+        self.writer.lines(["S"])
+
     def _quit(self, args: Sequence[str]) -> None:
         _no_args(args)
         self.writer.lines(["S"])
@@ -217,6 +231,7 @@ class Engine:
         "QUIT": _quit,
         "RESPONSE_PREFIX": _response_prefix,
         "RESULTS": _results_cmd,
+        "UNICORE_JOB_CALLBACK": _unicore_callback,
         "VERSION": _version,
     }
 
@@ -224,6 +239,15 @@ class Engine:
         """Cancel every running command (EOF or QUIT)."""
         for task in list(self._tasks):
             task.cancel()
+        self.ctx.unicore.stop()
+
+
+def _reqid(name: str, args: Sequence[str]) -> str:
+    if not args or not args[0].isascii() or not args[0].isdigit() or len(args[0]) > 9:
+        raise ParseError(f"{name[:40]} needs a request id")
+    if int(args[0]) == 0:
+        raise ParseError("request id 0")
+    return args[0]
 
 
 def _no_args(args: Sequence[str]) -> None:
