@@ -1,4 +1,4 @@
-"""The ``boinc-gateway`` command: serve, worker, migrate, gc, users, apps, openapi."""
+"""The ``boinc-gateway`` command: serve, worker, migrate, gc, users, apps, boinc, openapi."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ users_cli = typer.Typer(no_args_is_help=True, help="Manage users.")
 apps_cli = typer.Typer(no_args_is_help=True, help="Manage apps.")
 cli.add_typer(users_cli, name="users")
 cli.add_typer(apps_cli, name="apps")
+boinc_cli = typer.Typer(no_args_is_help=True, help="The BOINC project behind the gateway.")
+cli.add_typer(boinc_cli, name="boinc")
 
 
 def _setup() -> None:
@@ -174,6 +176,27 @@ def apps_create(
     finally:
         db.dispose()
     typer.echo(f"app {data.name} registered", err=True)
+
+
+@boinc_cli.command("check")
+def boinc_check() -> None:
+    """Check the project, the BOINC accounts and every app's templates; exit 1 on a problem."""
+    from app.backends.boinc.check import run
+    from app.db import Database
+    from app.setup import prepare
+
+    _setup()
+    s = get_settings()
+    db = Database(s.resolved_database_url)
+    prepare(db, s)
+    try:
+        report = run(s, db)
+    finally:
+        db.dispose()
+    for line in report.lines:
+        typer.echo(line)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @cli.command()

@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # backoff after a retryable BOINC error: doubles from the first value up to the second
     boinc_retry_seconds: float = 5
     boinc_retry_max_seconds: float = 300
+    # a batch's lease reaches BOINC as its expire_time this much later: the gateway aborts
+    # and retires it itself at the lease; BOINC's own expiry is the fallback without it
+    boinc_expire_margin_seconds: float = 3600
     # finished jobs whose outputs are fetched per dispatcher step (the rest follow)
     boinc_fetch_per_step: int = 100
     # how long /readyz trusts the last ping

@@ -104,6 +104,7 @@ class Dispatcher:
             )
 
     def _recover(self) -> None:
+        requeued = failed = 0
         with self.db.session() as session:
             alive = now() - self.settings.worker_dead_seconds
             live = list(
@@ -111,12 +112,13 @@ class Dispatcher:
                     select(col(Worker.id)).where(col(Worker.last_seen) >= alive)
                 ).scalars()
             )
-            requeued, failed = jobs_svc.requeue_lost(
-                session,
-                backend=self.backend.name,
-                live_workers=live,
-                max_attempts=self.settings.local_max_attempts,
-            )
+            if self.backend.jobs_held_by_worker:
+                requeued, failed = jobs_svc.requeue_lost(
+                    session,
+                    backend=self.backend.name,
+                    live_workers=live,
+                    max_attempts=self.settings.local_max_attempts,
+                )
             session.execute(delete(Worker).where(col(Worker.last_seen) < alive - 3600))
         if requeued or failed:
             log.info("dispatcher.recovered", requeued=requeued, failed=failed)

@@ -208,7 +208,8 @@ class BoincBatch(SQLModel, table=True):
     batch_id: int = Field(
         sa_column=Column(ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True)
     )
-    # sending (claimed or waiting to retry), sent, failed, skipped (nothing to send)
+    # sending (claimed or waiting to retry), sent, retired (nothing more to tell BOINC),
+    # failed, skipped (nothing to send)
     phase: str = Field(sa_column=Column(String(16), nullable=False))
     claimed_by: str | None = Field(default=None, sa_column=Column(String(64)))
     claimed_until: float = 0.0

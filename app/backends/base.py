@@ -14,6 +14,9 @@ class Backend(ABC):
     """
 
     name: ClassVar[str]
+    # Whether in-progress jobs are held by the worker that claimed them (and so go back to the
+    # queue when it dies). False for backends where the jobs run elsewhere, such as BOINC.
+    jobs_held_by_worker: ClassVar[bool] = True
 
     @abstractmethod
     def step(self) -> bool:

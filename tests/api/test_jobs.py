@@ -51,7 +51,7 @@ def test_job_details_done_and_errors(client: TestClient, user: dict[str, str]) -
     assert ok["wall_seconds"] is not None and ok["wall_seconds"] >= 0
     assert ok["cpu_seconds"] is not None and ok["cpu_seconds"] >= 0
     assert ok["created_at"] <= ok["started_at"] <= ok["finished_at"]
-    assert ok["inputs"] == [{"name": "in", "md5": m, "size": None, "url": None}]
+    assert ok["inputs"] == [{"name": "in", "md5": m, "size": len(data), "url": None}]
     assert ok["outputs"] == [{"name": "out", "md5": m, "size": len(data), "url": None}]
     out = client.get(f"/v1/jobs/{name}-ok/outputs/out", headers=user)
     assert out.status_code == 200
