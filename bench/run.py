@@ -32,6 +32,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "read_load": {"seconds": 3},
     "local_backend": {"n": 100},
     "gahp": {"n": 100},
+    "boinc_backend": {"n": 1000, "finish": 100},
 }
 
 

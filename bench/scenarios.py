@@ -466,3 +466,51 @@ SCENARIOS: dict[str, Callable[..., Result]] = {
 
 def workdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="bgw-bench-"))
+
+
+# ---- 7. the BOINC backend against the fake BOINC server -----------------------------------
+
+
+def boinc_backend(engine: str, work: Path, n: int = 10_000, finish: int = 1000) -> Result:
+    """Scenario 7: RPCs and time to submit a 10,000-job batch to (fake) BOINC and to poll it."""
+    from collections import Counter
+
+    from tests.backends.boinc.backend_harness import gateway, wait
+    from tests.conftest import TestDatabase
+
+    db = Database(engine, work)
+    test_db = TestDatabase(engine, db.url)
+    with gateway(test_db, work, boinc_full_poll_seconds=3600, boinc_poll_seconds=0.5) as gw:
+        md5 = gw.upload(b"one input for every job\n")
+        t0 = time.perf_counter()
+        names = gw.submit("big", md5, n)
+        accepted = time.perf_counter() - t0
+        wait(lambda: len(gw.wus()) == n or None, "the batch on BOINC", timeout=600)
+        submitted = time.perf_counter() - t0
+        submit_ops = Counter(gw.ops())
+        mark = len(gw.fake.rpc_log)
+        time.sleep(5)  # five seconds of polling with nothing finished
+        idle_ops = Counter(gw.ops(mark))
+        mark = len(gw.fake.rpc_log)
+        t2 = time.perf_counter()
+        for name in names[:finish]:
+            gw.fake.complete_job(gw.wu(name), outputs={"out": b"DONE\n"})
+        wait(lambda: gw.batch("big")["counts"]["done"] == finish or None, "results", timeout=900)
+        collected = time.perf_counter() - t2
+        finish_ops = Counter(gw.ops(mark))
+    db.close()
+    return {
+        "engine": engine,
+        "jobs": n,
+        "accept_seconds": round(accepted, 2),
+        "submitted_on_boinc_seconds": round(submitted, 2),
+        "submit_rpcs": dict(submit_ops),
+        "idle_poll_rpcs_per_5s": dict(idle_ops),
+        "finished_jobs": finish,
+        "collect_seconds": round(collected, 2),
+        "collect_rpcs": dict(finish_ops),
+        "collect_ms_per_job": round(collected / finish * 1000, 2),
+    }
+
+
+SCENARIOS["boinc_backend"] = boinc_backend
