@@ -132,6 +132,7 @@ class Job(SQLModel, table=True):
     args: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     outputs_wanted: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     params: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    env: dict[str, str] | None = Field(default=None, sa_column=Column(JSON))
     exit_code: int | None = None
     wall_seconds: float | None = None
     cpu_seconds: float | None = None

@@ -218,6 +218,15 @@ class InputSpec(Strict):
         return self
 
 
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+EnvName = Annotated[
+    str,
+    _check(ENV_NAME_RE, "environment variable name"),
+    Field(json_schema_extra={"pattern": ENV_NAME_RE.pattern}),
+]
+EnvValue = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
+
+
 class JobSpec(Strict):
     name: Name
     args: list[Annotated[str, Field(max_length=4096)]] = Field(
@@ -226,6 +235,12 @@ class JobSpec(Strict):
     inputs: list[InputSpec] = Field(default_factory=list, max_length=64)
     outputs: list[FileName] | None = None
     params: JobParams | None = None
+    env: dict[EnvName, EnvValue] | None = Field(
+        default=None,
+        max_length=64,
+        description="Environment variables for the job, on top of the clean environment "
+        "the local backend gives every job (the boinc backend refuses them).",
+    )
 
 
 class BatchCreate(Strict):
@@ -307,6 +322,7 @@ class JobOut(BaseModel):
     batch: str
     app: str
     args: list[str]
+    env: dict[str, str] | None = None
     inputs: list[FileRef]
     outputs: list[FileRef]
     exit_code: int | None

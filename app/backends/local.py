@@ -39,6 +39,7 @@ class _Work:
     wanted: list[str]
     required: list[str]
     wall_seconds: float
+    env: dict[str, str] | None = None
     url_inputs: list[JobInput] = field(default_factory=list)
 
 
@@ -166,6 +167,7 @@ class LocalBackend(Backend):
             wanted=wanted,
             required=required,
             wall_seconds=float(local.get("wall_seconds") or self.settings.local_wall_seconds),
+            env=job.env,
             url_inputs=[i for i in inputs if i.url],
         )
 
@@ -182,6 +184,7 @@ class LocalBackend(Backend):
                 outputs=work.wanted,
                 wall_seconds=work.wall_seconds,
                 output_cap=self.settings.local_output_cap,
+                env=work.env,
             )
             with contextlib.suppress(FileNotFoundError):
                 sandbox.remove(box)

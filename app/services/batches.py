@@ -149,6 +149,7 @@ def _insert_jobs(
             if j.outputs is not None
             else [o["name"] for o in app.outputs],
             "params": j.params.model_dump(exclude_none=True) if j.params else None,
+            "env": j.env,
             "attempts": 0,
             "created_at": t,
         }

@@ -194,6 +194,7 @@ def job_out(session: Session, *, job: Job) -> JobOut:
         batch=batch_name,
         app=app_name,
         args=list(job.args),
+        env=job.env,
         inputs=[
             FileRef(name=i.name, md5=i.md5 or i.url_md5, size=i.size, url=i.url) for i in inputs
         ],

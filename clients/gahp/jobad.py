@@ -24,6 +24,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 from clients.gahp.classad import ClassAd, Value
 from clients.gahp.submit import PARAM_FIELDS
@@ -133,6 +134,7 @@ class JobRequest:
     params: dict[str, float]
     batch: str | None  # join this batch; None: a batch of its own
     proc: str | None  # "<ClusterId>.<ProcId>" when the ad has them
+    env: dict[str, str] = dc_field(default_factory=dict)  # on top of the job's clean environment
 
 
 def read_job(ad: ClassAd) -> JobRequest:
@@ -148,7 +150,7 @@ def read_job(ad: ClassAd) -> JobRequest:
     if not iwd or not os.path.isabs(iwd):
         raise JobAdError("Iwd must be an absolute directory path")
     iwd = os.path.normpath(iwd)
-    _check_environment(ad)
+    env = read_environment(ad)
     batch = _string(ad, BATCH_ATTRIBUTE)
     if batch is not None and not BATCH_NAME.fullmatch(batch):
         raise JobAdError(f"{BATCH_ATTRIBUTE} {batch[:80]!r} is not a batch name")
@@ -162,6 +164,7 @@ def read_job(ad: ClassAd) -> JobRequest:
         params=_params(ad),
         batch=batch,
         proc=proc_id,
+        env=env,
     )
 
 
@@ -266,16 +269,6 @@ def read_environment(ad: ClassAd) -> dict[str, str]:
             raise JobAdError(f"{what} entry {entry[:60]!r} is not NAME=value")
         env[name.strip()] = value
     return env
-
-
-def _check_environment(ad: ClassAd) -> None:
-    env = read_environment(ad)
-    if env:
-        # The gateway runs every job in a clean environment and its API has no way to
-        # pass one; dropping the variables silently would change what the job does.
-        raise JobAdError(
-            f"the gateway runs jobs in a clean environment; cannot set {', '.join(sorted(env))}"
-        )
 
 
 # ----- files -----

@@ -186,6 +186,8 @@ async def _add_job(
     }
     if request.params:
         spec["params"] = request.params
+    if request.env:
+        spec["env"] = request.env
     async with step(context):
         await ctx.client.add_jobs(project, batch, [spec])
 

@@ -139,3 +139,37 @@ def test_url_input_is_fetched_checked_and_kept(live: LiveServer, tmp_path: Path)
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_job_environment_reaches_the_job_and_nothing_else_does(live: LiveServer) -> None:
+    import sys
+
+    script = "import os, json; open('out', 'w').write(json.dumps(dict(os.environ)))"
+    with live.client() as c:
+        r = c.post(
+            "/v1/apps",
+            json={
+                "name": "env",
+                "inputs": [],
+                "outputs": ["out"],
+                "local": {"command": [sys.executable, "-c", script]},
+            },
+        )
+        assert r.status_code == 201, r.text
+        jobs = [{"name": "env-0", "env": {"GREETING": "hello world", "N": "3"}}]
+        r = c.post("/v1/batches", json={"name": "env", "app": "env", "jobs": jobs})
+        assert r.status_code == 201, r.text
+        wait_for(c, "/v1/batches/env", "state", ("complete",))
+        seen = c.get("/v1/jobs/env-0/outputs/out").json()
+        assert seen["GREETING"] == "hello world" and seen["N"] == "3"
+        assert "BGW_DATABASE_URL" not in seen and "BGW_BOOTSTRAP_TOKEN" not in seen
+        assert c.get("/v1/jobs/env-0").json()["env"] == {"GREETING": "hello world", "N": "3"}
+        bad = c.post(
+            "/v1/batches",
+            json={
+                "name": "env-bad",
+                "app": "env",
+                "jobs": [{"name": "env-1", "env": {"1BAD": "x"}}],
+            },
+        )
+        assert bad.status_code == 422

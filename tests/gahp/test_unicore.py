@@ -29,6 +29,7 @@ ARGV_SCRIPT = (
     "import json, sys; open('out', 'w').write(json.dumps(sys.argv[1:]));"
     " print('argv: stdout'); print('argv: stderr', file=sys.stderr)"
 )
+ENV_SCRIPT = "import json, os; open('out', 'w').write(json.dumps(dict(os.environ)))"
 COMMANDS = (
     "S ASYNC_MODE_OFF ASYNC_MODE_ON BOINC_ABORT_JOBS BOINC_FETCH_OUTPUT BOINC_PING"
     " BOINC_QUERY_BATCHES BOINC_RETIRE_BATCH BOINC_SELECT_PROJECT BOINC_SET_LEASE BOINC_SUBMIT"
@@ -54,6 +55,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
                 "local": {"command": [sys.executable, "-c", ARGV_SCRIPT], "wall_seconds": 60},
             }
             reply = client.post("/v1/apps", json=app)
+            assert reply.status_code == 201, reply.text
+            env_app = {
+                "name": "envdump",
+                "inputs": [],
+                "outputs": ["out"],
+                "local": {"command": [sys.executable, "-c", ENV_SCRIPT], "wall_seconds": 60},
+            }
+            reply = client.post("/v1/apps", json=env_app)
             assert reply.status_code == 201, reply.text
         yield server
     finally:
@@ -418,6 +427,30 @@ def test_arguments_survive_the_round_trip(
         assert info["args"] == expected
 
 
+def test_environment_reaches_the_job(
+    gahp: Callable[..., Gahp], live: LiveServer, tmp_path: Path
+) -> None:
+    """Env (old syntax) and Environment (new syntax) become the job's variables."""
+    iwd = tmp_path / "iwd"
+    iwd.mkdir()
+    ads = [
+        xml_ad(Cmd="envdump", Iwd=str(iwd), Env="A=1;B=x y", TransferOutputRemaps="out=e0"),
+        xml_ad(
+            Cmd="envdump", Iwd=str(iwd), Environment="C='it''s' D=\\", TransferOutputRemaps="out=e1"
+        ),
+    ]
+    client = shim_for(gahp, live)
+    contacts = [create(client, ad) for ad in ads]
+    for contact in contacts:
+        assert client.call("UNICORE_JOB_START", contact).endswith(b" S NULL")
+        wait_status(client, contact, 4)
+    first = json.loads((iwd / "e0").read_text())
+    second = json.loads((iwd / "e1").read_text())
+    assert (first["A"], first["B"]) == ("1", "x y")
+    assert (second["C"], second["D"]) == ("it's", "\\")
+    assert "A" not in second
+
+
 def test_bad_ads_create_nothing(
     gahp: Callable[..., Gahp], live: LiveServer, tmp_path: Path
 ) -> None:
@@ -449,8 +482,8 @@ def test_bad_ads_create_nothing(
             f"error creating job: cannot read input file {iwd}/missing.txt",
         ),
         (
-            xml_ad(**good, Environment="A=1"),
-            "error creating job: the gateway runs jobs in a clean environment; cannot set A",
+            xml_ad(**good, Environment="1A=1"),
+            "error creating job: Environment entry '1A=1' is not NAME=value",
         ),
         (xml_ad(**good, Out="../x.out"), "error creating job: Out '../x.out' is outside Iwd"),
         (

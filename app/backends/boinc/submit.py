@@ -87,7 +87,7 @@ def load_plan(ctx: Context, batch_id: int) -> Plan:
         app = s.get_one(App, batch.app_id)
         owner = s.get_one(User, batch.owner_id)
         jobs = s.execute(
-            select(col(Job.id), col(Job.name), col(Job.args), col(Job.params))
+            select(col(Job.id), col(Job.name), col(Job.args), col(Job.params), col(Job.env))
             .where(
                 col(Job.batch_id) == batch_id,
                 ~(col(Job.state).in_(TERMINAL) & (col(Job.change) <= synced)),
@@ -116,7 +116,11 @@ def load_plan(ctx: Context, batch_id: int) -> Plan:
         params=_job_params(params),
         priority=int(priority) if priority is not None else None,
     )
-    for job_id, name, args, job_params in jobs:
+    for job_id, name, args, job_params, env in jobs:
+        if env:
+            # BOINC jobs get no per-job environment; running without it would change the job.
+            plan.invalid[job_id] = "cannot be sent to BOINC: BOINC jobs take no environment"
+            continue
         try:
             plan.specs.append(_spec(ctx, plan, job_id, name, args, job_params, by_job))
         except (ValueError, MappingError) as exc:

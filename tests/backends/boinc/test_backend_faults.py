@@ -201,10 +201,13 @@ def test_refusals_become_job_errors_people_understand(
         jobs = [
             {"name": "mix-0", "args": ["two words"], "inputs": [{"name": "in", "md5": md5}]},
             {"name": "mix-1", "inputs": [{"name": "in", "md5": md5}]},
+            {"name": "mix-2", "env": {"A": "1"}, "inputs": [{"name": "in", "md5": md5}]},
         ]
         body = {"name": "mix", "app": "uppercase", "jobs": jobs}
         assert gw.client.post("/v1/batches", json=body, headers=gw.headers).status_code == 201
         assert "cannot be sent to BOINC" in gw.wait_job("mix-0", "error")["error"]
+        env_error = gw.wait_job("mix-2", "error")["error"]
+        assert env_error == "cannot be sent to BOINC: BOINC jobs take no environment"
         gw.fake.complete_job(gw.wu("mix-1"), outputs={})  # the output file never arrived
         err = gw.wait_job("mix-1", "error")["error"]
         assert err.startswith("required output(s) missing on the BOINC server: out (")

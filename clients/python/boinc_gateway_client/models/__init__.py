@@ -24,8 +24,10 @@ from .http_validation_error import HTTPValidationError
 from .input_spec import InputSpec
 from .job_list_item import JobListItem
 from .job_out import JobOut
+from .job_out_env_type_0 import JobOutEnvType0
 from .job_params import JobParams
 from .job_spec import JobSpec
+from .job_spec_env_type_0 import JobSpecEnvType0
 from .job_state import JobState
 from .job_state_item import JobStateItem
 from .jobs_abort import JobsAbort
@@ -73,11 +75,13 @@ __all__ = (
     "InputSpec",
     "JobListItem",
     "JobOut",
+    "JobOutEnvType0",
     "JobParams",
     "JobsAbort",
     "JobsAdd",
     "JobsAdded",
     "JobSpec",
+    "JobSpecEnvType0",
     "JobState",
     "JobStateItem",
     "Lease",

@@ -9,10 +9,12 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 from ..models.job_state import JobState
+from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
   from ..models.file_ref import FileRef
+  from ..models.job_out_env_type_0 import JobOutEnvType0
 
 
 
@@ -42,6 +44,7 @@ class JobOut:
             started_at (float | None):
             finished_at (float | None):
             change (str):
+            env (JobOutEnvType0 | None | Unset):
      """
 
     name: str
@@ -60,6 +63,7 @@ class JobOut:
     started_at: float | None
     finished_at: float | None
     change: str
+    env: JobOutEnvType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -68,6 +72,7 @@ class JobOut:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.file_ref import FileRef # noqa: PLC0415
+        from ..models.job_out_env_type_0 import JobOutEnvType0 # noqa: PLC0415
         name = self.name
 
         state = self.state.value
@@ -118,6 +123,14 @@ class JobOut:
 
         change = self.change
 
+        env: dict[str, Any] | None | Unset
+        if isinstance(self.env, Unset):
+            env = UNSET
+        elif isinstance(self.env, JobOutEnvType0):
+            env = self.env.to_dict()
+        else:
+            env = self.env
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -139,6 +152,8 @@ class JobOut:
             "finished_at": finished_at,
             "change": change,
         })
+        if env is not UNSET:
+            field_dict["env"] = env
 
         return field_dict
 
@@ -147,6 +162,7 @@ class JobOut:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.file_ref import FileRef # noqa: PLC0415
+        from ..models.job_out_env_type_0 import JobOutEnvType0 # noqa: PLC0415
         d = dict(src_dict)
         name = d.pop("name")
 
@@ -236,6 +252,26 @@ class JobOut:
 
         change = d.pop("change")
 
+        def _parse_env(data: object) -> JobOutEnvType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                env_type_0 = JobOutEnvType0.from_dict(data)
+
+
+
+                return env_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobOutEnvType0 | None | Unset, data)
+
+        env = _parse_env(d.pop("env", UNSET))
+
+
         job_out = cls(
             name=name,
             state=state,
@@ -253,6 +289,7 @@ class JobOut:
             started_at=started_at,
             finished_at=finished_at,
             change=change,
+            env=env,
         )
 
 

@@ -14,6 +14,7 @@ from typing import cast
 if TYPE_CHECKING:
   from ..models.input_spec import InputSpec
   from ..models.job_params import JobParams
+  from ..models.job_spec_env_type_0 import JobSpecEnvType0
 
 
 
@@ -32,6 +33,8 @@ class JobSpec:
             inputs (list[InputSpec] | Unset):
             outputs (list[str] | None | Unset):
             params (JobParams | None | Unset):
+            env (JobSpecEnvType0 | None | Unset): Environment variables for the job, on top of the clean environment the
+                local backend gives every job (the boinc backend refuses them).
      """
 
     name: str
@@ -39,6 +42,7 @@ class JobSpec:
     inputs: list[InputSpec] | Unset = UNSET
     outputs: list[str] | None | Unset = UNSET
     params: JobParams | None | Unset = UNSET
+    env: JobSpecEnvType0 | None | Unset = UNSET
 
 
 
@@ -47,6 +51,7 @@ class JobSpec:
     def to_dict(self) -> dict[str, Any]:
         from ..models.input_spec import InputSpec # noqa: PLC0415
         from ..models.job_params import JobParams # noqa: PLC0415
+        from ..models.job_spec_env_type_0 import JobSpecEnvType0 # noqa: PLC0415
         name = self.name
 
         args: list[str] | Unset = UNSET
@@ -82,6 +87,14 @@ class JobSpec:
         else:
             params = self.params
 
+        env: dict[str, Any] | None | Unset
+        if isinstance(self.env, Unset):
+            env = UNSET
+        elif isinstance(self.env, JobSpecEnvType0):
+            env = self.env.to_dict()
+        else:
+            env = self.env
+
 
         field_dict: dict[str, Any] = {}
 
@@ -96,6 +109,8 @@ class JobSpec:
             field_dict["outputs"] = outputs
         if params is not UNSET:
             field_dict["params"] = params
+        if env is not UNSET:
+            field_dict["env"] = env
 
         return field_dict
 
@@ -105,6 +120,7 @@ class JobSpec:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.input_spec import InputSpec # noqa: PLC0415
         from ..models.job_params import JobParams # noqa: PLC0415
+        from ..models.job_spec_env_type_0 import JobSpecEnvType0 # noqa: PLC0415
         d = dict(src_dict)
         name = d.pop("name")
 
@@ -161,12 +177,33 @@ class JobSpec:
         params = _parse_params(d.pop("params", UNSET))
 
 
+        def _parse_env(data: object) -> JobSpecEnvType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                env_type_0 = JobSpecEnvType0.from_dict(data)
+
+
+
+                return env_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobSpecEnvType0 | None | Unset, data)
+
+        env = _parse_env(d.pop("env", UNSET))
+
+
         job_spec = cls(
             name=name,
             args=args,
             inputs=inputs,
             outputs=outputs,
             params=params,
+            env=env,
         )
 
         return job_spec
