@@ -90,14 +90,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("names", nargs="*", choices=[[], *SCENARIOS], default=[])
     p.add_argument("--engines", default="sqlite,postgres")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--resume", type=Path, help="add to this record (same machine and commit)")
     args = p.parse_args(argv)
     names = args.names or list(SCENARIOS)
-    record: dict[str, Any] = {
-        "started": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "quick": args.quick,
-        "machine": machine(),
-        "scenarios": {},
-    }
+    if args.resume:
+        record: dict[str, Any] = json.loads(args.resume.read_text())
+    else:
+        record = {
+            "started": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "quick": args.quick,
+            "machine": machine(),
+            "scenarios": {},
+        }
+    RESULTS.mkdir(exist_ok=True)
+    stamp = record["started"].replace(":", "")
+    suffix = "-quick" if record["quick"] else ""
     for name in names:
         for engine in args.engines.split(","):
             work = workdir()
@@ -107,15 +114,14 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             res["wall_seconds"] = round(time.perf_counter() - t0, 1)
-            record["scenarios"].setdefault(name, []).append(res)
+            runs = record["scenarios"].setdefault(name, [])
+            runs[:] = [r for r in runs if r.get("engine") != engine] + [res]
             print(f"{name} [{engine}]: {json.dumps(res)}", file=sys.stderr)
-    RESULTS.mkdir(exist_ok=True)
-    stamp = record["started"].replace(":", "")
-    suffix = "-quick" if args.quick else ""
-    (RESULTS / f"{stamp}{suffix}.json").write_text(json.dumps(record, indent=2) + "\n")
+            # Written after every scenario: an interrupted run keeps what it measured.
+            (RESULTS / f"{stamp}{suffix}.json").write_text(json.dumps(record, indent=2) + "\n")
     md = to_markdown(record)
     (RESULTS / f"{stamp}{suffix}.md").write_text(md + "\n")
-    if not args.quick:
+    if not record["quick"]:
         (RESULTS / "latest.md").write_text(md + "\n")
     print(md)
     return 0
