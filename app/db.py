@@ -6,14 +6,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
 
+def db_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached now (down, connection lost, locked past the busy
+    timeout, pool exhausted): a condition to wait out, not a bug."""
+    if isinstance(exc, OperationalError | PoolTimeout):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
 def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
+    # How long a writer waits for the lock before "database is locked" (a 503): 30 s, or
+    # the URL's ``?timeout=`` (seconds), which the driver would otherwise be overridden on.
+    raw = make_url(url).query.get("timeout", "30")
+    timeout = float(raw[-1] if isinstance(raw, tuple) else raw)
     engine = create_engine(
         url,
-        connect_args={"check_same_thread": False, "timeout": 30},
+        connect_args={"check_same_thread": False, "timeout": timeout},
         # Pooled: the pragmas below run once per connection, not once per request.
         pool_size=10,
         max_overflow=20,
@@ -25,7 +39,7 @@ def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()

@@ -19,7 +19,7 @@ from sqlmodel import col
 
 from app.backends.base import Backend
 from app.config import Settings
-from app.db import Database
+from app.db import Database, db_unavailable
 from app.metrics import BACKEND_ERRORS
 from app.models import Worker
 from app.services import batches as batches_svc
@@ -80,9 +80,12 @@ class Dispatcher:
         self._due[key] = t + interval
         try:
             fn()
-        except Exception:
+        except Exception as exc:
             BACKEND_ERRORS.labels(self.backend.name).inc()
-            log.exception("dispatcher.task_failed", task=key)
+            if db_unavailable(exc):
+                log.warning("dispatcher.database_unavailable", task=key, error=str(exc)[:200])
+            else:
+                log.exception("dispatcher.task_failed", task=key)
 
     def _heartbeat(self) -> None:
         with self.db.session() as session:
@@ -107,11 +110,14 @@ class Dispatcher:
         requeued = failed = 0
         with self.db.session() as session:
             alive = now() - self.settings.worker_dead_seconds
-            live = list(
-                session.execute(
+            # Never ourselves: after an outage our own heartbeat may be stale while our jobs
+            # still run (the backend requeues what it lost itself).
+            live = [
+                self.worker_id,
+                *session.execute(
                     select(col(Worker.id)).where(col(Worker.last_seen) >= alive)
-                ).scalars()
-            )
+                ).scalars(),
+            ]
             if self.backend.jobs_held_by_worker:
                 requeued, failed = jobs_svc.requeue_lost(
                     session,
@@ -141,11 +147,18 @@ class Dispatcher:
             try:
                 busy = self.backend.step()
                 backoff = 0.0
-            except Exception:
+            except Exception as exc:
                 BACKEND_ERRORS.labels(self.backend.name).inc()
-                log.exception("dispatcher.step_failed")
+                if db_unavailable(exc):
+                    log.warning("dispatcher.database_unavailable", error=str(exc)[:200])
+                else:
+                    log.exception("dispatcher.step_failed")
                 busy = False
-                backoff = min(30.0, backoff * 2 or 1.0)
+                # Without the database, capped at the heartbeat interval: the loop keeps its
+                # housekeeping cadence (heartbeats, the local backend's fencing) and resumes
+                # soon after the outage.
+                cap = s.worker_heartbeat_seconds if db_unavailable(exc) else 30.0
+                backoff = min(cap, backoff * 2 or 1.0)
             if not busy:
                 self._wake.wait(s.dispatcher_idle_seconds + backoff)
                 self._wake.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from sqlmodel import col
 from app.backends import sandbox
 from app.backends.base import Backend
 from app.config import Settings
-from app.db import Database
+from app.db import Database, db_unavailable
 from app.metrics import BACKEND_ERRORS, JOBS_FINISHED
 from app.models import App, Batch, Job, JobInput, JobOutput, StoredFile, Worker
 from app.services import files as files_svc
@@ -54,6 +55,12 @@ class LocalBackend(Backend):
         self.running: dict[int, sandbox.RunningJob | None] = {}
         self.lock = threading.Lock()
         self.threads: dict[int, threading.Thread] = {}
+        # Jobs killed because this worker lost the database for so long that another worker
+        # may requeue them: their runs record nothing; _requeue_strays requeues them.
+        self.fenced: set[int] = set()
+        self._confirmed_at = time.monotonic()  # the database last confirmed our claims
+        self._strays_due = 0.0
+        self._stopping = threading.Event()
         settings.sandbox_dir.mkdir(parents=True, exist_ok=True)
         self._sweep_orphans()
 
@@ -80,6 +87,7 @@ class LocalBackend(Backend):
     def step(self) -> bool:
         """Kill aborted jobs, then claim and start queued ones for the free slots."""
         self._kill_aborted()
+        self._requeue_strays()
         with self.lock:
             free = self.slots - len(self.threads)
         if free <= 0:
@@ -103,17 +111,24 @@ class LocalBackend(Backend):
         with self.lock:
             ids = list(self.running)
         if not ids:
+            self._confirmed_at = time.monotonic()
             return
-        with self.db.read_session() as session:
-            still = set(
-                session.execute(
-                    select(col(Job.id)).where(
-                        col(Job.id).in_(ids),
-                        col(Job.state) == JobState.in_progress.value,
-                        col(Job.worker_id) == self.worker_id,
-                    )
-                ).scalars()
-            )
+        try:
+            with self.db.read_session() as session:
+                still = set(
+                    session.execute(
+                        select(col(Job.id)).where(
+                            col(Job.id).in_(ids),
+                            col(Job.state) == JobState.in_progress.value,
+                            col(Job.worker_id) == self.worker_id,
+                        )
+                    ).scalars()
+                )
+        except Exception as exc:
+            if db_unavailable(exc):
+                self._fence(ids)
+            raise
+        self._confirmed_at = time.monotonic()
         for job_id in ids:
             if job_id not in still:
                 with self.lock:
@@ -122,8 +137,66 @@ class LocalBackend(Backend):
                     log.info("job.killing", job_id=job_id, reason="no longer in progress")
                     rj.kill()
 
+    def _fence(self, ids: list[int]) -> None:
+        """Kill our jobs once the database has not confirmed them for so long that other
+        workers may think us dead and requeue them: a job never runs twice at once.
+
+        Others requeue after ``worker_dead_seconds`` without a heartbeat; the dispatcher
+        loop comes round at least every heartbeat interval, so this leaves a margin of one.
+        """
+        s = self.settings
+        limit = max(0.0, s.worker_dead_seconds - 2 * s.worker_heartbeat_seconds)
+        if time.monotonic() - self._confirmed_at <= limit:
+            return
+        with self.lock:
+            new = [i for i in ids if i not in self.fenced]
+            self.fenced.update(new)
+            doomed = [rj for i in new if (rj := self.running.get(i)) is not None]
+        for rj in doomed:
+            rj.kill()
+        if new:
+            log.warning("local.fenced", jobs=new, reason="database unreachable")
+
+    def _requeue_strays(self) -> None:
+        """Requeue jobs claimed by this worker that no thread of it runs any more (their
+        claim's answer or their result was lost with the database; or they were fenced)."""
+        t = time.monotonic()
+        if t < self._strays_due:
+            return
+        self._strays_due = t + self.settings.worker_heartbeat_seconds
+        with self.lock:
+            mine = set(self.running)
+        with self.db.read_session() as session:
+            rows = session.execute(
+                select(col(Job.id), col(Job.attempts)).where(
+                    col(Job.state) == JobState.in_progress.value,
+                    col(Job.worker_id) == self.worker_id,
+                )
+            ).all()
+        strays = [(i, n) for i, n in rows if i not in mine]
+        if not strays:
+            return
+        most = self.settings.local_max_attempts
+        with self.db.session() as session:
+            requeued = jobs_svc.transition(
+                session,
+                job_ids=[i for i, n in strays if n < most],
+                target=JobState.queued,
+                values={"worker_id": None},
+                worker_id=self.worker_id,
+            )
+            failed = jobs_svc.transition(
+                session,
+                job_ids=[i for i, n in strays if n >= most],
+                target=JobState.error,
+                values={"error": f"interrupted {most} times (database unavailable); giving up"},
+                worker_id=self.worker_id,
+            )
+        log.warning("local.strays_requeued", requeued=requeued, failed=failed)
+
     def stop(self) -> None:
         """Kill what runs and put it back in the queue for the next worker."""
+        self._stopping.set()
         with self.lock:
             jobs = dict(self.running)
         for rj in jobs.values():
@@ -173,6 +246,7 @@ class LocalBackend(Backend):
 
     def _run(self, job_id: int) -> None:
         box = self.settings.sandbox_dir.resolve() / f"job-{job_id}-{self.worker_id}"
+        doing = "run"
         try:
             work = self._load(job_id)
             for inp in work.url_inputs:
@@ -191,9 +265,23 @@ class LocalBackend(Backend):
             rj = sandbox.start(spec)
             with self.lock:
                 self.running[job_id] = rj
+                fenced = job_id in self.fenced
+            if fenced:
+                rj.kill()
             result = rj.wait()
-            self._finish(work, result)
+            with self.lock:
+                fenced = job_id in self.fenced
+            if fenced:
+                log.warning("job.fenced", job=work.name, reason="database unreachable")
+                return
+            doing = "store the outputs"
+            self._finish_retrying(work, result)
         except Exception as exc:
+            if db_unavailable(exc):
+                # Not the job's fault: it stays claimed; _requeue_strays (or, if this worker
+                # dies, another one) puts it back in the queue once the database answers.
+                log.warning("job.database_unavailable", job_id=job_id, error=_first_line(exc))
+                return
             BACKEND_ERRORS.labels(self.name).inc()
             log.exception("job.failed_to_run", job_id=job_id)
             with contextlib.suppress(Exception), self.db.session() as session:
@@ -201,7 +289,7 @@ class LocalBackend(Backend):
                     session,
                     job_ids=[job_id],
                     target=JobState.error,
-                    values={"error": f"could not run: {exc}"},
+                    values={"error": f"could not {doing}: {exc}"},
                     worker_id=self.worker_id,
                 )
         finally:
@@ -210,6 +298,21 @@ class LocalBackend(Backend):
             with self.lock:
                 self.running.pop(job_id, None)
                 self.threads.pop(job_id, None)
+                self.fenced.discard(job_id)
+
+    def _finish_retrying(self, work: _Work, result: sandbox.RunResult) -> None:
+        """Record the result, waiting out a database outage (the outputs are still in the
+        sandbox) rather than losing a finished run; gives up only when the worker stops."""
+        delay = 0.5
+        while True:
+            try:
+                self._finish(work, result)
+                return
+            except Exception as exc:
+                if not db_unavailable(exc) or self._stopping.wait(delay):
+                    raise
+                log.warning("job.result_not_recorded", job=work.name, error=_first_line(exc))
+                delay = min(delay * 2, 2.0)
 
     def _fetch(self, inp: JobInput, *, owner_id: int) -> Path:
         """Download a URL input into the store, checked against its md5 and size."""
@@ -306,3 +409,7 @@ class LocalBackend(Backend):
             )
         else:
             log.info("job.result_dropped", job=work.name, reason="no longer in progress")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]

@@ -3,8 +3,9 @@
 A file's bytes go only when no open or in-progress batch is associated with it, no job of a
 non-retired batch uses it (input, output, stdout, stderr), and every owner's keep-time has
 passed. Referencers hold FOR SHARE locks on the files rows until they commit; GC locks the
-rows FOR UPDATE (SKIP LOCKED), re-checks the rule in a fresh statement, and moves the bytes
-to the trash before it commits, restoring them if the commit fails.
+rows FOR UPDATE (SKIP LOCKED), re-checks the rule in a fresh statement, and links the bytes
+into the trash before it commits; only after the commit are they removed from their place
+(a crash before it leaves the row and its bytes; after it, at worst unreferenced bytes).
 """
 
 from __future__ import annotations
@@ -70,8 +71,35 @@ def _round(session: OrmSession, store: FileStore, *, at: float, limit: int) -> i
         for path, md5 in trashed:
             store.restore(path, md5)
         raise
-    store.empty_trash([p for p, _ in trashed])
+    for path, md5 in trashed:
+        store.discard(path, md5)
     return len(candidates)
+
+
+def recover_trash(db: Database, store: FileStore) -> int:
+    """Settle what a GC that died (or runs elsewhere) left in the trash; returns how many
+    entries it settled.
+
+    Under the row's lock (a GC in flight elsewhere holds it until it commits): a row that
+    still exists means the deletion never committed, and the entry is dropped (or, for bytes
+    a dying ``discard`` had moved aside, put back in place); no row means it committed, and
+    the discard is finished.
+    """
+    entries = store.trashed()
+    for path, md5 in entries:
+        with OrmSession(db.engine) as session:
+            lock = " FOR UPDATE" if is_postgres(session) else ""  # type: ignore[arg-type]
+            row = session.execute(
+                text(f"SELECT 1 FROM files WHERE md5 = :m{lock}"), {"m": md5}
+            ).first()
+            if row is not None:
+                store.restore(path, md5)
+            else:
+                store.discard(path, md5)
+            session.commit()
+    if entries:
+        log.info("gc.trash_settled", entries=len(entries))
+    return len(entries)
 
 
 def collect(
@@ -84,6 +112,7 @@ def collect(
 ) -> int:
     """Delete every collectable file; returns how many went."""
     at = now() if at is None else at
+    recover_trash(db, store)
     total = 0
     for _ in range(max_rounds):
         with OrmSession(db.engine) as session:

@@ -88,27 +88,69 @@ class FileStore:
             yield tmp, hashlib.md5(data, usedforsecurity=False).hexdigest(), len(data)
 
     def trash(self, md5: str) -> Path | None:
-        """Move bytes aside before their row is deleted; ``restore`` undoes it."""
+        """Link the bytes into the trash before their row's deletion commits.
+
+        They stay in place until :meth:`discard` (after the commit): a crash before the
+        commit, which keeps the row, never leaves it without its bytes. ``restore`` undoes it.
+        """
         src = self.path(md5)
         dest = self.trash_dir / f"{md5}.{uuid.uuid4().hex}"
         try:
-            os.replace(src, dest)
+            os.link(src, dest)
         except FileNotFoundError:
             return None
         return dest
 
     def restore(self, trashed: Path, md5: str) -> None:
-        """Put trashed bytes back (the deleting transaction failed)."""
-        dest = self.path(md5)
-        if not dest.exists():
-            os.replace(trashed, dest)
-        else:
-            trashed.unlink(missing_ok=True)
+        """The deletion did not happen: drop the trash entry (or put its bytes back in place).
 
-    def empty_trash(self, paths: list[Path]) -> None:
-        """Delete trashed bytes for good."""
-        for p in paths:
-            p.unlink(missing_ok=True)
+        Harmless when someone else (crash recovery) already settled it.
+        """
+        dest = self.path(md5)
+        try:
+            if not dest.exists():
+                dest.parent.mkdir(exist_ok=True)
+                os.replace(trashed, dest)
+            else:
+                trashed.unlink(missing_ok=True)
+        except FileNotFoundError:
+            pass
+
+    def discard(self, trashed: Path, md5: str) -> None:
+        """The row's deletion committed: remove the bytes from their place for good.
+
+        A new upload of the same content may have been placed since (its row inserted after
+        our commit): the bytes are moved aside atomically and put back when they are not the
+        ones that were trashed.
+        """
+        try:
+            linked = os.stat(trashed)
+        except FileNotFoundError:
+            return  # settled by crash recovery
+        aside = self.trash_dir / f"{md5}.{uuid.uuid4().hex}.aside"
+        try:
+            os.replace(self.path(md5), aside)
+        except FileNotFoundError:
+            pass
+        else:
+            try:
+                st = os.stat(aside)
+            except FileNotFoundError:
+                st = None  # settled by crash recovery
+            if st is not None and (st.st_dev, st.st_ino) != (linked.st_dev, linked.st_ino):
+                self.restore(aside, md5)
+            else:
+                aside.unlink(missing_ok=True)
+        trashed.unlink(missing_ok=True)
+
+    def trashed(self) -> list[tuple[Path, str]]:
+        """Trash entries with their md5 (left by a GC that died before it finished)."""
+        out = []
+        for p in self.trash_dir.iterdir():
+            md5 = p.name.split(".", 1)[0]
+            if MD5_RE.fullmatch(md5):
+                out.append((p, md5))
+        return out
 
     def sweep_temp(self, older_than: float) -> int:
         """Remove temp and trash files older than the given Unix time (crash leftovers)."""
