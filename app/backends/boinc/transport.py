@@ -83,12 +83,14 @@ class BoincTransport:
     def _check_status(self, op: str, resp: httpx.Response) -> None:
         if resp.is_redirect:
             # A redirected POST loses its body (SECURE_URL_BASE); the URL must be fixed.
-            where = resp.headers.get("location", "?")
+            # Without the query: output downloads carry the authenticator (auth_str) in it.
+            where = resp.headers.get("location", "?").split("?", 1)[0]
             raise BoincRequestError(f"{op}: redirected to {where}; use that URL as project URL")
         if resp.status_code >= 500:
             raise BoincServerError(f"{op}: HTTP {resp.status_code}", status_code=resp.status_code)
         if resp.status_code != 200:
-            raise BoincRequestError(f"{op}: HTTP {resp.status_code} from {resp.url}")
+            url = resp.url.copy_with(query=None)  # never the auth_str of a download
+            raise BoincRequestError(f"{op}: HTTP {resp.status_code} from {url}")
 
     def _rpc(
         self,

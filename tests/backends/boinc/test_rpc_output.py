@@ -7,9 +7,10 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
-from app.backends.boinc.errors import BoincOutputError
+from app.backends.boinc.errors import BoincOutputError, BoincRequestError
 from app.backends.boinc.rpc import BoincClient
 from tests.backends.boinc.test_rpc import submit_simple
 from tests.fakes.boinc_server import FakeBoincServer
@@ -131,3 +132,15 @@ def test_destination_checks(client: BoincClient, done: int, tmp_path: Path) -> N
     with pytest.raises(FileNotFoundError):
         client.download_result_file("ob_0_0", 0, tmp_path / "missing" / "x")
     assert "get_output:result_file" not in client.rpc_counts  # refused before any request
+
+
+def test_http_errors_never_carry_the_authenticator(tmp_path: Path) -> None:
+    """A refused download names the URL without its query (auth_str is the key itself)."""
+    secret = "a1ce0000000000000000000000000001"
+    transport = httpx.MockTransport(lambda request: httpx.Response(403, text="no"))
+    client = BoincClient("http://127.0.0.1:9/p/", secret, transport=transport)
+    with pytest.raises(BoincRequestError) as info:
+        client.download_workunit_file("wu_1", 0, tmp_path / "out")
+    client.close()
+    assert "HTTP 403 from http://127.0.0.1:9/p/get_output.php" in str(info.value)
+    assert secret not in str(info.value)
