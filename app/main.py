@@ -155,10 +155,8 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
                 if "400" not in op["responses"]:
                     op["responses"]["400"] = dict(bad_body)
                 elif "invalid_request" not in op["responses"]["400"]["description"]:
-                    desc = op["responses"]["400"]["description"]
-                    op["responses"]["400"]["description"] = desc.replace(
-                        "(code: ", "(code: invalid_request, "
-                    )
+                    codes = op["responses"]["400"]["description"].split("(code: ", 1)[1]
+                    op["responses"]["400"]["description"] = f"Error (code: invalid_request, {codes}"
         app.openapi_schema = schema
         return schema
 

@@ -33,6 +33,7 @@ def transition(
         return []
     change = bump_change(session)
     moved: list[int] = []
+    batch_ids: set[int] = set()
     sets: dict[str, Any] = {"state": target.value, "change": change, **(values or {})}
     if target in (JobState.done, JobState.error, JobState.aborted):
         sets.setdefault("finished_at", now())
@@ -41,26 +42,16 @@ def transition(
             update(Job)
             .where(col(Job.id).in_(part), col(Job.state).in_(job_sources(target)))
             .values(**sets)
-            .returning(col(Job.id))
+            .returning(col(Job.id), col(Job.batch_id))
         )
         if worker_id is not None:
             stmt = stmt.where(col(Job.worker_id) == worker_id)
-        moved.extend(session.execute(stmt).scalars())
-    if moved:
-        complete_batches(session, batch_ids=batch_ids_of(session, job_ids=moved))
+        for job_id, batch_id in session.execute(stmt).all():
+            moved.append(job_id)
+            batch_ids.add(batch_id)
+    # The batches come back with the update: no second query to find them.
+    complete_batches(session, batch_ids=batch_ids)
     return moved
-
-
-def batch_ids_of(session: Session, *, job_ids: Sequence[int]) -> set[int]:
-    """The batches the given jobs belong to."""
-    ids: set[int] = set()
-    for part in chunks(list(job_ids)):
-        ids.update(
-            session.execute(
-                select(col(Job.batch_id)).where(col(Job.id).in_(part)).distinct()
-            ).scalars()
-        )
-    return ids
 
 
 def complete_batches(session: Session, *, batch_ids: set[int]) -> None:
