@@ -5,6 +5,9 @@ gahp.md 6 item 5) and `run` returns the result fields after the reqid. Token cou
 results are what the gridmanager checks (gahp.md 2): PING, SUBMIT, ABORT, RETIRE and
 LEASE answer exactly one field; QUERY answers NULL, server_time and one group per
 requested batch; FETCH answers NULL and three numbers. Errors are one field of text.
+
+The Condor-B design's forms (BOINC_QUERY_BATCH, and the SUBMIT and FETCH variants
+parsed in submit.py and fetch.py) are accepted beside the gridmanager's.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ STATUS_WORDS = {
 _TIME = re.compile(r"([0-9]{1,30})(?:\.[0-9]{0,30})?")
 _CURSOR = re.compile(r"[0-9]{1,30}")
 MAX_ERROR_CHARS = 4000
+# BOINC_QUERY_BATCH reads the batch's jobs in pages of the gateway's largest size.
+LIST_PAGE_SIZE = 1000
+MAX_LIST_PAGES = 100_000
 
 
 class Command(Protocol):
@@ -136,6 +142,40 @@ class QueryBatches:
             for job_name, status in group:
                 fields += [job_name, status]
         return fields
+
+
+@dataclass(frozen=True)
+class QueryBatch:
+    """BOINC_QUERY_BATCH <batch> (the Condor-B design): every job of one batch, in job
+    order, each with its status word. Its clients are not the gridmanager, so the reply is
+    never cut to a window: a batch of any size is answered whole."""
+
+    context: ClassVar[str] = "error querying batch"
+    batch: str
+
+    @classmethod
+    def parse(cls, args: Sequence[str]) -> QueryBatch:
+        """Exactly one batch name."""
+        _exactly(args, 1, "<batch>")
+        return cls(batch=args[0])
+
+    async def run(self, ctx: Context, project: Project) -> list[str]:
+        """GET /v1/batches/{name}/jobs, paged through to the end."""
+        fields = ["NULL"]
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):  # bounded; each turn moves the cursor on
+            async with step(self.context):
+                page = await ctx.client.batch_jobs(
+                    project, self.batch, cursor=cursor, limit=LIST_PAGE_SIZE
+                )
+            for job in page.items:
+                fields += [job.name, STATUS_WORDS.get(job.state, job.state.upper())]
+            if page.next_cursor is None:
+                return fields
+            if page.next_cursor == cursor:
+                raise CommandError(f"{self.context}: -1 the gateway repeated page {cursor}")
+            cursor = page.next_cursor
+        raise CommandError(f"{self.context}: -1 batch {self.batch} has over {MAX_LIST_PAGES} pages")
 
 
 def _total(groups: list[list[tuple[str, str]]]) -> int:
@@ -242,6 +282,7 @@ PARSERS: dict[str, Callable[[Sequence[str]], Command]] = {
     "BOINC_ABORT_JOBS": AbortJobs.parse,
     "BOINC_FETCH_OUTPUT": FetchOutput.parse,
     "BOINC_PING": Ping.parse,
+    "BOINC_QUERY_BATCH": QueryBatch.parse,
     "BOINC_QUERY_BATCHES": QueryBatches.parse,
     "BOINC_RETIRE_BATCH": RetireBatch.parse,
     "BOINC_SET_LEASE": SetLease.parse,

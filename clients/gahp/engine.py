@@ -32,13 +32,15 @@ RELEASE_DATE = "Dec 02 2026"
 BANNER = f"$GahpVersion: {VERSION} {RELEASE_DATE} boinc-gateway\\ BOINC\\ GAHP $"
 # The reference boinc_gahp list, so the gridmanager's startup is banner, COMMANDS,
 # ASYNC_MODE_ON and nothing more (gahp.md 1.6), plus the generic ClassAd job commands
-# (gahp.md 5.1), which trigger nothing at startup.
+# (gahp.md 5.1) and the Condor-B design's BOINC_QUERY_BATCH, which trigger nothing at
+# startup.
 COMMAND_NAMES = (
     "ASYNC_MODE_OFF",
     "ASYNC_MODE_ON",
     "BOINC_ABORT_JOBS",
     "BOINC_FETCH_OUTPUT",
     "BOINC_PING",
+    "BOINC_QUERY_BATCH",
     "BOINC_QUERY_BATCHES",
     "BOINC_RETIRE_BATCH",
     "BOINC_SELECT_PROJECT",

@@ -6,6 +6,10 @@ own stdout or stderr file (gahp.md 2.5): the stderr one is served by appending t
 job's stderr to the stderr path, `/dev/null` is skipped, any other gets the job's
 stdout. Names chosen by the server never leave iwd; destinations chosen by the user
 (absolute remaps) are honoured as HTCondor would.
+
+The Condor-B design's form has no stderr argument and no SOME keyword: `ALL` or a bare
+pair count. It only places outputs, each destination a plain file name in the directory,
+and answers NULL alone, since its clients expect no exit status.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from clients.gahp.localfs import (
     LocalFileError,
     append_bytes,
     is_dev_null,
+    is_safe_name,
     under_iwd,
     user_path,
     write_bytes,
@@ -45,31 +50,53 @@ PARALLEL_DOWNLOADS = 4
 
 @dataclass(frozen=True)
 class FetchOutput:
-    """BOINC_FETCH_OUTPUT <job> <iwd> <stderr> ALL|SOME <#pairs> {<src> <dst>}*."""
+    """BOINC_FETCH_OUTPUT <job> <iwd> <stderr> ALL|SOME <#pairs> {<src> <dst>}*, or the
+    Condor-B design's <job> <dir> ALL|<#pairs> {<src> <dst>}* (stderr is None)."""
 
     context: ClassVar[str] = "error fetching output"
     job: str
     iwd: str
-    stderr: str
+    stderr: str | None
     fetch_all: bool
     pairs: tuple[tuple[str, str], ...]
 
     @classmethod
     def parse(cls, args: Sequence[str]) -> FetchOutput:
+        """The gridmanager's form first; the design's when its tokens do not fit."""
+        try:
+            return cls._gridmanager_form(args)
+        except ParseError as exc:
+            try:
+                return cls._design_form(args)
+            except ParseError as design:
+                raise ParseError(f"{exc}; as the Condor-B form: {design}") from None
+
+    @classmethod
+    def _gridmanager_form(cls, args: Sequence[str]) -> FetchOutput:
         """Check the mode word and that exactly #pairs pairs follow."""
         if len(args) < 5:
             raise ParseError("BOINC_FETCH_OUTPUT needs <job> <iwd> <stderr> <mode> <#pairs>")
         mode = args[3].upper()
         if mode not in ("ALL", "SOME"):
             raise ParseError(f"BOINC_FETCH_OUTPUT mode {args[3]!r} is neither ALL nor SOME")
-        npairs = parse_count(args[4], "pair count", (len(args) - 5) // 2)
-        if len(args) != 5 + 2 * npairs:
-            raise ParseError("BOINC_FETCH_OUTPUT pair count does not match its arguments")
-        pairs = tuple((args[5 + 2 * i], args[6 + 2 * i]) for i in range(npairs))
+        pairs = _pairs(args, 4)
         return cls(job=args[0], iwd=args[1], stderr=args[2], fetch_all=mode == "ALL", pairs=pairs)
 
+    @classmethod
+    def _design_form(cls, args: Sequence[str]) -> FetchOutput:
+        """ALL alone, or a bare count and exactly that many pairs."""
+        if len(args) < 3:
+            raise ParseError("needs <job> <dir> ALL|<#files>")
+        if args[2].upper() == "ALL":
+            if len(args) != 3:
+                raise ParseError("ALL must end the line")
+            return cls(job=args[0], iwd=args[1], stderr=None, fetch_all=True, pairs=())
+        pairs = _pairs(args, 2)
+        return cls(job=args[0], iwd=args[1], stderr=None, fetch_all=False, pairs=pairs)
+
     async def run(self, ctx: Context, project: Project) -> list[str]:
-        """Download, then answer NULL <exit> <wall> <cpu>."""
+        """Download; the gridmanager's form answers NULL <exit> <wall> <cpu>, the design's
+        NULL alone."""
         async with step(self.context):
             info = await ctx.client.job(project, self.job)
         _require_done(info, self.context)
@@ -78,6 +105,9 @@ class FetchOutput:
             raise CommandError(f"{self.context}: iwd {iwd} is not a directory")
         produced = {f.name: f for f in info.outputs}
         known = await self._app_outputs(ctx, project, info)
+        if self.stderr is None:
+            await self._fetch_design(ctx, project, iwd, produced, known)
+            return ["NULL"]
         stderr_path = user_path(iwd, self.stderr)
         placed: dict[str, list[Path]] = {}
         stdout_targets: list[Path] = []
@@ -93,23 +123,56 @@ class FetchOutput:
             # ALL puts every output in iwd; a pair naming an output renames it.
             targets = {n: [under_iwd(iwd, n)] for n in produced} if self.fetch_all else {}
             targets.update(placed)
-            await bounded_gather(
-                (self._download(ctx, project, produced[n], p) for n, p in targets.items()),
-                PARALLEL_DOWNLOADS,
-            )
+            await self._download_all(ctx, project, produced, targets)
             if not is_dev_null(stderr_path):
                 await append_bytes(stderr_path, await self._log(ctx, project, "stderr"))
             if stdout_targets:
                 text = await self._log(ctx, project, "stdout")
                 for place in stdout_targets:
                     await write_bytes(place, text)
-        log.info("fetched %d outputs of job %s", len(targets), self.job)
         return [
             "NULL",
             str(info.exit_code or 0),
             f"{info.wall_seconds or 0.0:.6f}",
             f"{info.cpu_seconds or 0.0:.6f}",
         ]
+
+    async def _fetch_design(
+        self,
+        ctx: Context,
+        project: Project,
+        directory: Path,
+        produced: dict[str, FileInfo],
+        known: set[str],
+    ) -> None:
+        """Every output under its own name, or each src to dst; dst is a plain file name."""
+        placed: dict[str, list[Path]] = {}
+        for src, dst in self.pairs:
+            if src not in known:
+                raise CommandError(f"{self.context}: {src} is not an output of job {self.job}")
+            if src not in produced:
+                raise CommandError(f"{self.context}: job {self.job} has no output {src}")
+            if not is_safe_name(dst):
+                raise CommandError(
+                    f"{self.context}: destination {dst!r} is not a file name in {directory}"
+                )
+            placed.setdefault(src, []).append(directory / dst)
+        targets = {n: [under_iwd(directory, n)] for n in produced} if self.fetch_all else placed
+        async with step(self.context):
+            await self._download_all(ctx, project, produced, targets)
+
+    async def _download_all(
+        self,
+        ctx: Context,
+        project: Project,
+        produced: dict[str, FileInfo],
+        targets: dict[str, list[Path]],
+    ) -> None:
+        await bounded_gather(
+            (self._download(ctx, project, produced[n], p) for n, p in targets.items()),
+            PARALLEL_DOWNLOADS,
+        )
+        log.info("fetched %d outputs of job %s", len(targets), self.job)
 
     async def _app_outputs(self, ctx: Context, project: Project, info: JobInfo) -> set[str]:
         """Output names of the job's app; the produced ones when the app is unknown."""
@@ -147,6 +210,14 @@ class FetchOutput:
                 return b""
             raise
         return response.content
+
+
+def _pairs(args: Sequence[str], at: int) -> tuple[tuple[str, str], ...]:
+    """The <#pairs> count at index `at` and exactly that many pairs after it, to the end."""
+    npairs = parse_count(args[at], "pair count", (len(args) - at - 1) // 2)
+    if len(args) != at + 1 + 2 * npairs:
+        raise ParseError("BOINC_FETCH_OUTPUT pair count does not match its arguments")
+    return tuple((args[at + 1 + 2 * i], args[at + 2 + 2 * i]) for i in range(npairs))
 
 
 def _require_done(info: JobInfo, context: str) -> None:

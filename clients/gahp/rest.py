@@ -105,6 +105,13 @@ class BatchJobs(_Model):
     jobs: list[JobState] = []
 
 
+class JobPage(_Model):
+    """One page of GET /v1/batches/{name}/jobs."""
+
+    items: list[JobState]
+    next_cursor: str | None = None
+
+
 class QueryReply(_Model):
     """POST /v1/batches/query."""
 
@@ -263,6 +270,16 @@ class GatewayClient:
         """POST /v1/batches/query."""
         body = {"batches": names, "since": since}
         return _parse(QueryReply, await self.request(project, "POST", "batches/query", json=body))
+
+    async def batch_jobs(
+        self, project: Project, name: str, *, cursor: str | None, limit: int
+    ) -> JobPage:
+        """GET /v1/batches/{name}/jobs: one page, in job order."""
+        params = {"limit": str(limit)}
+        if cursor is not None:
+            params["cursor"] = cursor
+        path = _path("batches", name) + "/jobs"
+        return _parse(JobPage, await self.request(project, "GET", path, params=params))
 
     async def job(self, project: Project, name: str) -> JobInfo:
         """GET /v1/jobs/{name}."""

@@ -48,48 +48,85 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class SubmitJob:
-    """One job of a BOINC_SUBMIT: name, arguments, local input paths in order."""
+    """One job of a BOINC_SUBMIT: name, arguments, local input paths in order, and the
+    output names it asks for (None: all of the app's; only the Condor-B form names them)."""
 
     name: str
     args: tuple[str, ...]
     inputs: tuple[str, ...]
+    outputs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Submit:
-    """BOINC_SUBMIT <batch> <app> <#jobs> {job}* [six job parameters]."""
+    """BOINC_SUBMIT <batch> <app> <#jobs> {job}* [six job parameters], or the Condor-B
+    design's form, in which each job ends with ALL or <#outputs> <name>... and no
+    parameters follow."""
 
     context: ClassVar[str] = "error submitting jobs"
     batch: str
     app: str
     jobs: tuple[SubmitJob, ...]
     params: tuple[str, ...]
+    form: str = "gridmanager"
 
     @classmethod
     def parse(cls, args: Sequence[str]) -> Submit:
-        """Check the token counts exactly; with or without the six parameters."""
+        """The gridmanager's form first; the design's when the token counts do not fit.
+
+        A line both forms can read (one job whose output count and names happen to look
+        like the six parameters) is the gridmanager's, unless its parameters are no
+        numbers, as the design's output names would be.
+        """
         if len(args) < 3:
             raise ParseError("BOINC_SUBMIT needs <batch> <app> <#jobs>")
-        batch, app = args[0], args[1]
+        try:
+            submit = cls._gridmanager_form(args)
+        except ParseError as exc:
+            try:
+                return cls._design_form(args)
+            except ParseError as design:
+                raise ParseError(f"{exc}; as the Condor-B form: {design}") from None
+        if not all(_is_param(value) for value in submit.params):
+            try:
+                return cls._design_form(args)
+            except ParseError:
+                pass  # the gridmanager's form answers the bad value at run time
+        return submit
+
+    @classmethod
+    def _gridmanager_form(cls, args: Sequence[str]) -> Submit:
+        """Exact token counts; with or without the six trailing parameters."""
         njobs = parse_count(args[2], "job count", len(args))
         pos, jobs = 3, []
         for _ in range(njobs):  # bounded by the job count, itself bounded by len(args)
-            if pos + 2 > len(args):
-                raise ParseError("BOINC_SUBMIT ends inside a job")
-            name = args[pos]
-            nargs = parse_count(args[pos + 1], "argument count", len(args) - pos - 2)
-            job_args = tuple(args[pos + 2 : pos + 2 + nargs])
-            pos += 2 + nargs
-            if pos >= len(args):
-                raise ParseError(f"BOINC_SUBMIT job {name} has no input count")
-            ninputs = parse_count(args[pos], "input count", (len(args) - pos - 1) // 2)
-            paths = tuple(args[pos + 1 + 2 * i] for i in range(ninputs))
-            pos += 1 + 2 * ninputs
-            jobs.append(SubmitJob(name=name, args=job_args, inputs=paths))
+            job, pos = _job_head(args, pos)
+            jobs.append(job)
         params = tuple(args[pos:])
         if len(params) not in (0, len(PARAM_FIELDS)):
             raise ParseError(f"BOINC_SUBMIT has {len(params)} trailing fields, expected 0 or 6")
-        return cls(batch=batch, app=app, jobs=tuple(jobs), params=params)
+        return cls(batch=args[0], app=args[1], jobs=tuple(jobs), params=params)
+
+    @classmethod
+    def _design_form(cls, args: Sequence[str]) -> Submit:
+        """Each job ends with ALL or a count of output names; nothing follows the jobs."""
+        njobs = parse_count(args[2], "job count", len(args))
+        pos, jobs = 3, []
+        for _ in range(njobs):  # bounded by the job count, itself bounded by len(args)
+            job, pos = _job_head(args, pos)
+            if pos >= len(args):
+                raise ParseError(f"BOINC_SUBMIT job {job.name} has no ALL or output count")
+            if args[pos].upper() == "ALL":
+                outputs = None
+                pos += 1
+            else:
+                nout = parse_count(args[pos], "output count", len(args) - pos - 1)
+                outputs = tuple(args[pos + 1 : pos + 1 + nout])
+                pos += 1 + nout
+            jobs.append(SubmitJob(job.name, job.args, job.inputs, outputs))
+        if pos != len(args):
+            raise ParseError(f"BOINC_SUBMIT has {len(args) - pos} fields after the last job")
+        return cls(batch=args[0], app=args[1], jobs=tuple(jobs), params=(), form="Condor-B")
 
     def rest_params(self) -> dict[str, float]:
         """The job parameters as the gateway's batch params; NULL or empty means unset."""
@@ -101,13 +138,9 @@ class Submit:
                 # The gateway pins app versions per app (admin side); nothing to send.
                 log.info("ignoring app_version_num=%s of batch %s", raw, self.batch)
                 continue
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value) or value < 0:
+            if not _is_param(raw):
                 raise CommandError(f"{self.context}: bad {field} value {raw!r}")
-            result[field] = value
+            result[field] = float(raw)
         return result
 
     async def run(self, ctx: Context, project: Project) -> list[str]:
@@ -115,11 +148,18 @@ class Submit:
         params = self.rest_params()
         async with step("error getting templates"):
             app = await ctx.client.app(project, self.app)
+        app_outputs = {output.name for output in app.outputs}
         for job in self.jobs:
             if len(job.inputs) != len(app.inputs):
                 raise CommandError(
                     f"{self.context}: job {job.name} has {len(job.inputs)} input files"
                     f" but app {self.app} takes {len(app.inputs)}"
+                )
+            bad = [name for name in job.outputs or () if name not in app_outputs]
+            if bad:
+                raise CommandError(
+                    f"{self.context}: job {job.name} asks for output {bad[0]},"
+                    f" which app {self.app} does not have"
                 )
         existing = await self._create(ctx, project, params)
         if existing is None:
@@ -132,7 +172,7 @@ class Submit:
                 specs = [_job_spec(job, app.inputs, md5_of) for job in chunk]
                 await ctx.client.add_jobs(project, self.batch, specs)
             await ctx.client.submit_batch(project, self.batch)
-        log.info("submitted batch %s with %d jobs", self.batch, len(self.jobs))
+        log.info("submitted batch %s with %d jobs (%s form)", self.batch, len(self.jobs), self.form)
         return ["NULL"]
 
     async def _create(
@@ -206,7 +246,36 @@ class Submit:
 def _job_spec(job: SubmitJob, input_names: list[str], md5_of: dict[str, str]) -> dict[str, Any]:
     # Binding is by position, as in BOINC; HTCondor's file names are not used.
     inputs = [{"name": n, "md5": md5_of[p]} for n, p in zip(input_names, job.inputs, strict=True)]
-    return {"name": job.name, "args": list(job.args), "inputs": inputs}
+    spec: dict[str, Any] = {"name": job.name, "args": list(job.args), "inputs": inputs}
+    if job.outputs is not None:
+        spec["outputs"] = list(dict.fromkeys(job.outputs))
+    return spec
+
+
+def _job_head(args: Sequence[str], pos: int) -> tuple[SubmitJob, int]:
+    """Name, arguments and input pairs of the job starting at pos; and where it ends."""
+    if pos + 2 > len(args):
+        raise ParseError("BOINC_SUBMIT ends inside a job")
+    name = args[pos]
+    nargs = parse_count(args[pos + 1], "argument count", len(args) - pos - 2)
+    job_args = tuple(args[pos + 2 : pos + 2 + nargs])
+    pos += 2 + nargs
+    if pos >= len(args):
+        raise ParseError(f"BOINC_SUBMIT job {name} has no input count")
+    ninputs = parse_count(args[pos], "input count", (len(args) - pos - 1) // 2)
+    paths = tuple(args[pos + 1 + 2 * i] for i in range(ninputs))
+    return SubmitJob(name=name, args=job_args, inputs=paths), pos + 1 + 2 * ninputs
+
+
+def _is_param(raw: str) -> bool:
+    """A value the gridmanager could have sent as a job parameter: NULL, empty or a number."""
+    if raw in ("NULL", ""):
+        return True
+    try:
+        value = float(raw)
+    except ValueError:
+        return False
+    return math.isfinite(value) and value >= 0
 
 
 def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
