@@ -154,6 +154,14 @@ def test_server_output_names_never_leave_iwd(
     assert sorted(p.name for p in iwd.parent.iterdir()) == ["iwd"]
     fields = shim.run(f"BOINC_FETCH_OUTPUT 3 b#1.0 {esc(str(iwd))} err SOME 1 out res.txt", "3")
     assert fields[0] == "NULL" and (iwd / "res.txt").read_bytes() == b"fine"
+    # The Condor-B form: the same refusal, and its destinations are plain names in the dir.
+    fields = shim.run(f"BOINC_FETCH_OUTPUT 4 b#1.0 {esc(str(iwd))} ALL", "4")
+    assert len(fields) == 1 and "refusing output name" in fields[0]
+    far = esc(str(absolute))
+    fields = shim.run(f"BOINC_FETCH_OUTPUT 5 b#1.0 {esc(str(iwd))} 1 out {far}", "5")
+    assert len(fields) == 1 and "is not a file name in" in fields[0]
+    assert sorted(p.name for p in iwd.parent.iterdir()) == ["iwd"]
+    assert sorted(p.name for p in iwd.iterdir()) == ["a.txt", "err", "res.txt"]
 
 
 def test_project_is_bound_when_the_request_is_received(
