@@ -459,6 +459,82 @@ def gahp(engine: str, work: Path, n: int = 1000) -> Result:
         db.close()
 
 
+def gahp_query_batch(engine: str, work: Path, n: int = 10_000, runs: int = 3) -> Result:
+    """Scenario 8: the Condor-B BOINC_QUERY_BATCH of a 10,000-job batch through boinc-gahp
+    (every job, paged through the REST listing) against the same pages fetched directly."""
+    db = Database(engine, work)
+    server = Server(db.url, work / f"s8-{engine}")
+    try:
+        with server.client() as c:
+            shared = _put(c, b"x")
+            jobs = [{"name": f"q-{i}", "inputs": [{"name": "in", "md5": shared}]} for i in range(n)]
+            c.post(
+                "/v1/batches", json={"name": "q", "app": "uppercase", "jobs": jobs, "submit": False}
+            ).raise_for_status()
+
+            def direct() -> float:
+                t0 = time.perf_counter()
+                cursor: str | None = None
+                seen = 0
+                for _ in range(n // 1000 + 2):  # bounded by the page count
+                    params = {"limit": "1000", **({"cursor": cursor} if cursor else {})}
+                    page = c.get("/v1/batches/q/jobs", params=params).json()
+                    seen += len(page["items"])
+                    cursor = page["next_cursor"]
+                    if cursor is None:
+                        break
+                assert seen == n, seen
+                return time.perf_counter() - t0
+
+            direct_s, _ = median_of(runs, direct)
+        shim = subprocess.Popen(
+            [sys.executable, "-m", "clients.gahp.main"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert shim.stdin and shim.stdout
+        shim.stdout.readline()  # banner
+
+        def send(line: str) -> str:
+            shim.stdin.write(line.encode() + b"\r\n")  # type: ignore[union-attr]
+            shim.stdin.flush()  # type: ignore[union-attr]
+            return shim.stdout.readline().decode()  # type: ignore[union-attr]
+
+        send(f"BOINC_SELECT_PROJECT {server.url}/ {TOKEN}")
+        sizes: list[int] = []
+
+        def through() -> float:
+            reqid = len(sizes) + 1
+            t0 = time.perf_counter()
+            assert send(f"BOINC_QUERY_BATCH {reqid} q").startswith("S")
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                head = send("RESULTS")
+                if int(head.split()[1]) == 1:
+                    line = shim.stdout.readline()  # type: ignore[union-attr]
+                    assert line.count(b" ") == 1 + 2 * n, line[:200]
+                    sizes.append(len(line))
+                    return time.perf_counter() - t0
+                time.sleep(0.002)
+            raise AssertionError("no BOINC_QUERY_BATCH result within 300 s")
+
+        gahp_s, _ = median_of(runs, through)
+        send("QUIT")
+        shim.wait(timeout=10)
+        return {
+            "engine": engine,
+            "jobs": n,
+            "direct_pages_seconds": round(direct_s, 3),
+            "gahp_seconds": round(gahp_s, 3),
+            "ratio_gahp_to_direct": round(gahp_s / direct_s, 2),
+            "reply_line_bytes": sizes[-1],
+        }
+    finally:
+        server.stop()
+        db.close()
+
+
 SCENARIOS: dict[str, Callable[..., Result]] = {
     "submit_10k": submit_10k,
     "upload": upload,
@@ -466,6 +542,7 @@ SCENARIOS: dict[str, Callable[..., Result]] = {
     "read_load": read_load,
     "local_backend": local_backend,
     "gahp": gahp,
+    "gahp_query_batch": gahp_query_batch,
 }
 
 
