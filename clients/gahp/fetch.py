@@ -102,7 +102,8 @@ class FetchOutput:
         _require_done(info, self.context)
         iwd = Path(os.path.abspath(self.iwd))
         if not await asyncio.to_thread(iwd.is_dir):
-            raise CommandError(f"{self.context}: iwd {iwd} is not a directory")
+            what = "iwd " if self.stderr is not None else ""
+            raise CommandError(f"{self.context}: {what}{iwd} is not a directory")
         produced = {f.name: f for f in info.outputs}
         known = await self._app_outputs(ctx, project, info)
         if self.stderr is None:

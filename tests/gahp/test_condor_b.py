@@ -268,6 +268,10 @@ def test_design_named_outputs_and_pairs(
     }
     for (job, *rest), message in cases.items():
         assert design.run("BOINC_FETCH_OUTPUT", job, str(out), *rest) == [message]
+    missing = tmp_path / "no-such-dir"
+    assert design.run("BOINC_FETCH_OUTPUT", "cb2.1", str(missing), "ALL") == [
+        f"error fetching output: {missing} is not a directory"
+    ]
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
