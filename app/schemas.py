@@ -324,6 +324,10 @@ class JobOut(BaseModel):
     args: list[str]
     env: dict[str, str] | None = None
     inputs: list[FileRef]
+    outputs_wanted: list[str] = Field(
+        description="the output names the job asked for (its spec's `outputs`, or all of "
+        "the app's); `outputs` lists those it produced",
+    )
     outputs: list[FileRef]
     exit_code: int | None
     wall_seconds: float | None

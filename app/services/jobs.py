@@ -189,6 +189,7 @@ def job_out(session: Session, *, job: Job) -> JobOut:
         inputs=[
             FileRef(name=i.name, md5=i.md5 or i.url_md5, size=i.size, url=i.url) for i in inputs
         ],
+        outputs_wanted=list(job.outputs_wanted),
         outputs=[FileRef(name=o.name, md5=o.md5, size=o.size) for o in outputs],
         exit_code=job.exit_code,
         wall_seconds=job.wall_seconds,

@@ -318,3 +318,35 @@ def test_outputs_zip_of_batch_without_outputs(client: TestClient, user: dict[str
     r = client.get(f"/v1/batches/{name}/outputs.zip", headers=user)
     assert r.status_code == 200
     assert zipfile.ZipFile(io.BytesIO(r.content)).namelist() == []
+
+
+def test_outputs_wanted_before_and_after_the_run(client: TestClient, user: dict[str, str]) -> None:
+    """The outputs a job asked for are visible at once; `outputs` fills in as it runs."""
+    m = upload(client, user, f"wanted {unique()}\n".encode())
+    name = unique()
+    inputs = [{"name": "a", "md5": m}, {"name": "b", "md5": m}]
+    _create(
+        client,
+        user,
+        name=name,
+        app="concat",
+        submit=False,
+        jobs=[
+            {"name": f"{name}-all", "inputs": inputs},
+            {"name": f"{name}-count", "inputs": inputs, "outputs": ["count"]},
+            {"name": f"{name}-none", "inputs": inputs, "outputs": []},
+        ],
+    )
+    views = {s: client.get(f"/v1/jobs/{name}-{s}", headers=user).json() for s in ("all", "count")}
+    assert views["all"]["outputs_wanted"] == ["out", "count"]
+    assert views["count"]["outputs_wanted"] == ["count"]
+    assert all(v["outputs"] == [] for v in views.values())
+    assert client.post(f"/v1/batches/{name}/submit", headers=user).status_code == 200
+    wait_batch(client, user, name)
+    done = {
+        s: client.get(f"/v1/jobs/{name}-{s}", headers=user).json() for s in ("all", "count", "none")
+    }
+    assert [o["name"] for o in done["all"]["outputs"]] == ["count", "out"]
+    assert [o["name"] for o in done["count"]["outputs"]] == ["count"]
+    assert done["none"]["outputs_wanted"] == [] and done["none"]["outputs"] == []
+    assert {v["state"] for v in done.values()} == {"done"}

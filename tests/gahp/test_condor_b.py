@@ -210,6 +210,8 @@ def test_design_submit_all_query_fetch_all(
         *_job_tokens("cb1.1", ["--repeat", "3"], a, b, ["ALL"]),
     ]
     assert design.run("BOINC_SUBMIT", "cb1", "concat", "2", *jobs) == ["NULL"]
+    with live.client() as client:
+        assert client.get("/v1/jobs/cb1.0").json()["outputs_wanted"] == ["out", "count"]
     reply = design.wait_done("cb1")
     assert reply == ["NULL", "cb1.0", "DONE", "cb1.1", "DONE"]
 
@@ -239,6 +241,9 @@ def test_design_named_outputs_and_pairs(
         *_job_tokens("cb2.1", ["--sep", "+"], a, b, ["out", "count", "out"]),
     ]
     assert design.run("BOINC_SUBMIT", "cb2", "concat", "2", *jobs) == ["NULL"]
+    with live.client() as client:
+        wanted = [client.get(f"/v1/jobs/cb2.{i}").json()["outputs_wanted"] for i in (0, 1)]
+    assert wanted == [["count"], ["out", "count"]]
     design.wait_done("cb2")
     with live.client() as client:
         kept = [client.get(f"/v1/jobs/cb2.{i}").json()["outputs"] for i in (0, 1)]

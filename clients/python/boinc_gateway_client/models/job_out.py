@@ -34,6 +34,8 @@ class JobOut:
             app (str):
             args (list[str]):
             inputs (list[FileRef]):
+            outputs_wanted (list[str]): the output names the job asked for (its spec's `outputs`, or all of the app's);
+                `outputs` lists those it produced
             outputs (list[FileRef]):
             exit_code (int | None):
             wall_seconds (float | None):
@@ -53,6 +55,7 @@ class JobOut:
     app: str
     args: list[str]
     inputs: list[FileRef]
+    outputs_wanted: list[str]
     outputs: list[FileRef]
     exit_code: int | None
     wall_seconds: float | None
@@ -89,6 +92,10 @@ class JobOut:
         for inputs_item_data in self.inputs:
             inputs_item = inputs_item_data.to_dict()
             inputs.append(inputs_item)
+
+
+
+        outputs_wanted = self.outputs_wanted
 
 
 
@@ -141,6 +148,7 @@ class JobOut:
             "app": app,
             "args": args,
             "inputs": inputs,
+            "outputs_wanted": outputs_wanted,
             "outputs": outputs,
             "exit_code": exit_code,
             "wall_seconds": wall_seconds,
@@ -186,6 +194,9 @@ class JobOut:
 
 
             inputs.append(inputs_item)
+
+
+        outputs_wanted = cast(list[str], d.pop("outputs_wanted"))
 
 
         outputs = []
@@ -279,6 +290,7 @@ class JobOut:
             app=app,
             args=args,
             inputs=inputs,
+            outputs_wanted=outputs_wanted,
             outputs=outputs,
             exit_code=exit_code,
             wall_seconds=wall_seconds,
