@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -18,6 +20,65 @@ def db_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, OperationalError | PoolTimeout):
         return True
     return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+class _DeadlineConnection(psycopg.Connection[Any]):
+    """A psycopg connection on which no wait for the server lasts longer than ``deadline``.
+
+    A server that accepts bytes but never answers (hung, or behind a network that drops
+    packets) would otherwise block a request forever: TCP keepalives are answered by the
+    kernel of whatever sits in between. Past the deadline the connection is closed (the pool
+    discards it) and the call fails as unavailable, which the routes turn into a 503.
+    """
+
+    deadline: float = 20.0
+
+    def wait(self, gen: Any, interval: float | None = None, timeout: float | None = None) -> Any:
+        bound = self.deadline if timeout is None else timeout
+        try:
+            if interval is None:
+                return super().wait(gen, timeout=bound)
+            return super().wait(gen, interval, bound)
+        except psycopg.errors._WaitTimeout as exc:  # psycopg's own deadline error
+            self.close()
+            raise psycopg.OperationalError(
+                f"the database did not answer within {self.deadline:g} s"
+            ) from exc
+
+
+def driver_url(url: str) -> str:
+    """``url`` with the driver this package installs: a bare ``postgresql://`` (or
+    ``postgres://``) would make SQLAlchemy load psycopg2; it gets psycopg (3)."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return url
+
+
+def _postgres_engine(url: str, deadline: float) -> Engine:
+    parsed = make_url(driver_url(url))
+    engine = create_engine(
+        parsed,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=20,
+        # A request waits for a pooled connection no longer than for the database itself.
+        pool_timeout=deadline,
+    )
+    if parsed.get_driver_name() != "psycopg":
+        return engine
+    bound = deadline
+
+    class Connection(_DeadlineConnection):
+        deadline = bound
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        # connect_timeout bounds the connection attempt itself (whole seconds, at least 2).
+        cparams.setdefault("connect_timeout", max(2, math.ceil(deadline)))
+        return Connection.connect(*cargs, **cparams)
+
+    return engine
 
 
 def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
@@ -57,16 +118,16 @@ def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
 class Database:
     """The write engine and, for SQLite, a separate engine whose transactions only read."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, timeout: float = 20.0) -> None:
+        """``timeout``: how long any one wait for PostgreSQL may last before the call fails
+        as unavailable (SQLite: its busy timeout, from the URL's ``?timeout=``, applies)."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             self.engine = _sqlite_engine(url, immediate=True)
             self.read_engine = _sqlite_engine(url, immediate=False)
         else:
-            self.engine = create_engine(
-                url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=30
-            )
+            self.engine = _postgres_engine(url, timeout)
             self.read_engine = self.engine
 
     @contextmanager

@@ -7,6 +7,8 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
+from app.db import driver_url
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -14,7 +16,7 @@ def alembic_config(url: str) -> Config:
     """An alembic configuration for the given database URL."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.set_main_option("sqlalchemy.url", driver_url(url).replace("%", "%%"))
     return cfg
 
 
