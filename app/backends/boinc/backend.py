@@ -132,7 +132,7 @@ class BoincBackend(Backend):
 
     def _send(self, ctx: Context) -> bool:
         with self.db.read_session() as session:
-            ids = records.sendable(session, limit=SEND_PER_STEP)
+            ids = records.sendable(session, limit=SEND_PER_STEP, dead_before=self._dead_before())
         busy = False
         for batch_id in ids:
             busy = self._send_one(ctx, batch_id) or busy
@@ -153,7 +153,11 @@ class BoincBackend(Backend):
         until = now() + self.settings.boinc_claim_seconds
         with self.db.session() as session:
             attempt = records.claim_send(
-                session, batch_id=batch_id, worker=self.worker_id, until=until
+                session,
+                batch_id=batch_id,
+                worker=self.worker_id,
+                until=until,
+                dead_before=self._dead_before(),
             )
         if attempt is None:
             return False
@@ -285,7 +289,13 @@ class BoincBackend(Backend):
                 key=records.POLLER_KEY,
                 worker=self.worker_id,
                 until=now() + self._poller_lease,
+                dead_before=self._dead_before(),
             )
+
+    def _dead_before(self) -> float:
+        """Workers whose last heartbeat is older than this were killed: their sending claims
+        and poller lease are taken over without waiting for them to run out."""
+        return now() - self.settings.worker_dead_seconds
 
     def _app(self, cache: dict[int, App], app_id: int) -> App:
         if app_id not in cache:

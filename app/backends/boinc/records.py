@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlmodel import Session, col
 
-from app.models import Batch, BoincBatch, BoincMeta, Job
+from app.models import Batch, BoincBatch, BoincMeta, Job, Worker
 from app.services import jobs as jobs_svc
 from app.services.common import chunks, insert_ignore, now
 from app.states import JOB_ACTIVE, BatchState, JobState
@@ -28,6 +28,16 @@ POLLER_KEY = "poller"
 
 def _rowcount(result: Any) -> int:
     return int(result.rowcount)
+
+
+def _lapsed(holder: Any, until: Any, t: float, dead_before: float | None) -> Any:
+    """A claim or lease has lapsed: its time is up, or its holder is a worker whose heartbeat
+    stopped before ``dead_before`` (killed without handing it back). A holder with no worker
+    row is not taken for dead: only its time runs out."""
+    if dead_before is None:
+        return until < t
+    dead = select(col(Worker.id)).where(col(Worker.last_seen) < dead_before)
+    return or_(until < t, holder.in_(dead))
 
 
 # ---- shared values -------------------------------------------------------------------------
@@ -46,14 +56,20 @@ def name_token(session: Session) -> str:
     return str(value)
 
 
-def take_lease(session: Session, *, key: str, worker: str, until: float) -> bool:
-    """Hold (or renew) the named lease until ``until``; False when another worker holds it."""
+def take_lease(
+    session: Session, *, key: str, worker: str, until: float, dead_before: float | None = None
+) -> bool:
+    """Hold (or renew) the named lease until ``until``; False when another worker holds it
+    (and is alive, when ``dead_before`` is given)."""
     insert_ignore(session, BoincMeta, [{"key": key, "value": None, "holder": None, "until": 0.0}])
     result = session.execute(
         update(BoincMeta)
         .where(
             col(BoincMeta.key) == key,
-            or_(col(BoincMeta.holder) == worker, col(BoincMeta.until) < now()),
+            or_(
+                col(BoincMeta.holder) == worker,
+                _lapsed(col(BoincMeta.holder), col(BoincMeta.until), now(), dead_before),
+            ),
         )
         .values(holder=worker, until=until)
     )
@@ -72,8 +88,9 @@ def drop_lease(session: Session, *, key: str, worker: str) -> None:
 # ---- sending -------------------------------------------------------------------------------
 
 
-def sendable(session: Session, *, limit: int) -> list[int]:
-    """Boinc batches nobody is sending: submitted and never tried, or due for a retry."""
+def sendable(session: Session, *, limit: int, dead_before: float | None = None) -> list[int]:
+    """Boinc batches nobody is sending: submitted and never tried, or due for a retry (a
+    claim lapses when its time is up or, given ``dead_before``, when its worker died)."""
     t = now()
     q = (
         select(col(Batch.id))
@@ -87,7 +104,9 @@ def sendable(session: Session, *, limit: int) -> list[int]:
                 ),
                 and_(
                     col(BoincBatch.phase) == "sending",
-                    col(BoincBatch.claimed_until) < t,
+                    _lapsed(
+                        col(BoincBatch.claimed_by), col(BoincBatch.claimed_until), t, dead_before
+                    ),
                     col(BoincBatch.retry_at) <= t,
                     # A batch ended while an attempt was under way may exist on BOINC: the
                     # next attempt looks it up and tidies it.
@@ -104,8 +123,11 @@ def sendable(session: Session, *, limit: int) -> list[int]:
     return list(session.execute(q).scalars())
 
 
-def claim_send(session: Session, *, batch_id: int, worker: str, until: float) -> int | None:
-    """Claim a batch for sending; returns the attempt number, None if it is not ours to send."""
+def claim_send(
+    session: Session, *, batch_id: int, worker: str, until: float, dead_before: float | None = None
+) -> int | None:
+    """Claim a batch for sending; returns the attempt number, None if it is not ours to send.
+    A claim held by a worker whose heartbeat stopped before ``dead_before`` is taken over."""
     insert_ignore(
         session,
         BoincBatch,
@@ -131,7 +153,7 @@ def claim_send(session: Session, *, batch_id: int, worker: str, until: float) ->
         .where(
             col(BoincBatch.batch_id) == batch_id,
             col(BoincBatch.phase) == "sending",
-            col(BoincBatch.claimed_until) < t,
+            _lapsed(col(BoincBatch.claimed_by), col(BoincBatch.claimed_until), t, dead_before),
             col(BoincBatch.retry_at) <= t,
         )
         .values(claimed_by=worker, claimed_until=until, attempts=col(BoincBatch.attempts) + 1)

@@ -12,6 +12,7 @@ import pytest
 from app.backends.boinc import records
 from app.backends.boinc.backend import BoincBackend
 from app.db import Database
+from app.models import Worker
 from app.services.store import FileStore
 from tests.backends.boinc.backend_harness import UPPERCASE, Gateway, gateway, wait
 from tests.backends.boinc.test_backend import SUBMISSION
@@ -67,6 +68,58 @@ def test_crash_between_submit_and_record_is_repaired_by_lookup(
         assert r.content == b"OUT 2\n"
         second.stop()
         db.dispose()
+
+
+def _heartbeat(db: Database, worker: str, last_seen: float) -> None:
+    with db.session() as session:
+        session.merge(Worker(id=worker, backend="boinc", started_at=last_seen, last_seen=last_seen))
+
+
+def test_a_killed_workers_claim_is_taken_over_when_its_heartbeat_stops(
+    test_db: TestDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed mid-send keeps its claim for BGW_BOINC_CLAIM_SECONDS (10 min), but
+    once its heartbeat is older than BGW_WORKER_DEAD_SECONDS another worker carries on at
+    once, and takes over the poller lease too. A worker that still beats keeps both."""
+    with gateway(
+        test_db, tmp_path, dispatcher=False, boinc_claim_seconds=600, worker_dead_seconds=30
+    ) as gw:
+        names = gw.submit("killed", gw.upload(b"killed mid-send\n"), 2)
+        db = Database(gw.settings.resolved_database_url)
+        store = FileStore(gw.settings.store_dir)
+        _heartbeat(db, "killed-worker", time.time())
+        first = BoincBackend(db, store, gw.settings, "killed-worker")
+        monkeypatch.setattr(records, "renew_claim", _crash)  # right after create_batch
+        with pytest.raises(Crash):
+            first.step()
+        first.clients.close()
+        monkeypatch.undo()
+        with db.session() as session:
+            assert records.take_lease(
+                session, key=records.POLLER_KEY, worker="killed-worker", until=time.time() + 600
+            )
+        second = BoincBackend(db, store, gw.settings, "second")
+        try:
+            second.step()  # the first still beats: its claim holds
+            assert gw.ops().count("create_batch") == 1 and "submit_batch" not in gw.ops()
+            assert not second._keep_lease()
+
+            _heartbeat(db, "killed-worker", time.time() - 31)  # its last beat, 31 s ago
+            second.step()
+            assert gw.ops().count("create_batch") == 1  # the INIT batch was found and used
+            assert gw.ops().count("submit_batch") == 1
+            assert second._keep_lease()
+            for wu in gw.wait_sent(names):
+                gw.fake.complete_job(wu, outputs={"out": b"OUT\n"})
+            deadline = time.monotonic() + 20
+            while any(gw.job(n)["state"] != "done" for n in names):
+                assert time.monotonic() < deadline, [gw.job(n) for n in names]
+                second.step()
+                time.sleep(0.06)
+        finally:
+            second.stop()
+            db.dispose()
+        assert len(gw.fake.state.batches) == 1 and len(gw.wus()) == 2
 
 
 def _metric(gw: Gateway, name: str) -> float:
