@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     boinc_timeout_seconds: float = 60
     boinc_poll_seconds: float = 30
     boinc_upload_max_bytes: int = 64 << 20
+    # largest submit_batch body: PHP's post_max_size on the project (8M unless raised); a
+    # batch whose jobs do not fit is sent as several BOINC batches
+    boinc_submit_max_bytes: int = Field(default=8 << 20, ge=64 << 10)
     # query_batch2 lists only jobs whose workunit changed, and a job being sent to a volunteer
     # changes only its instance: a full listing this often shows jobs that started running.
     boinc_full_poll_seconds: float = 600

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, String, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 SQLModel.metadata.naming_convention = {
@@ -223,6 +223,9 @@ class BoincBatch(SQLModel, table=True):
     expire_sent: float | None = None
     aborted_sent: bool = False
     retired_sent: bool = False
+    # BOINC batches it was sent as: a submit_batch larger than PHP's post_max_size is split,
+    # part 0 named like the batch, part k with ``p<k>`` after the id (see names.Namer.part)
+    parts: int = Field(default=1, sa_column_kwargs={"server_default": text("1")})
 
 
 class BoincMeta(SQLModel, table=True):

@@ -177,6 +177,7 @@ class BoincBackend(Backend):
                 expire=ctx.expire_time(plan.lease_until),
                 keep_until=now() + self.settings.file_keep_seconds,
                 renew=self._renewer(batch_id),
+                max_bytes=self.settings.boinc_submit_max_bytes,
             )
         except BoincBatchStateError as exc:
             # Submitted by an earlier attempt after all: the next attempt finds it by name.
@@ -222,6 +223,7 @@ class BoincBackend(Backend):
                 batch_id=batch_id,
                 worker=self.worker_id,
                 boinc_id=sent.boinc_id,
+                parts=sent.parts,
                 synced_change=plan.synced_change,
                 expire_sent=None if sent.recovered else plan.lease_until,
                 invalid=plan.invalid,

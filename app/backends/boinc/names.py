@@ -36,7 +36,7 @@ class Namer:
         """What every name of this installation starts with."""
         return f"{self.prefix}-{self.token}-"
 
-    def _name(self, kind: str, row_id: int, name: str) -> str:
+    def _name(self, kind: str, row_id: int | str, name: str) -> str:
         base = f"{self.head}{kind}{row_id}"
         tail = readable(name)[: MAX_NAME - len(base) - 1]
         return f"{base}-{tail}" if tail else base
@@ -44,6 +44,17 @@ class Namer:
     def batch(self, batch_id: int, name: str) -> str:
         """The BOINC batch name of gateway batch ``batch_id``."""
         return self._name("b", batch_id, name)
+
+    def part(self, batch_id: int, name: str, part: int) -> str:
+        """The BOINC batch name of part ``part`` of a batch sent as several (part 0 is
+        named like the batch itself)."""
+        return (
+            self.batch(batch_id, name) if part == 0 else self._name("b", f"{batch_id}p{part}", name)
+        )
+
+    def parts(self, batch_id: int, name: str, count: int) -> list[str]:
+        """The BOINC batch names of a batch sent as ``count`` parts, in order."""
+        return [self.part(batch_id, name, k) for k in range(max(1, count))]
 
     def job(self, job_id: int, name: str) -> str:
         """The BOINC job (workunit) name of gateway job ``job_id``."""

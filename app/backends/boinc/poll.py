@@ -59,7 +59,7 @@ def _query(
     """query_batch2 for the rows; a batch BOINC refuses is dropped (its jobs fail)."""
     rows = list(rows)
     while rows:
-        by_name = {ctx.namer.batch(r.batch_id, r.name): r for r in rows}
+        by_name = {name: r for r in rows for name in ctx.namer.parts(r.batch_id, r.name, r.parts)}
         try:
             return client.query_batch2(list(by_name), since)
         except BoincPermanentError as exc:

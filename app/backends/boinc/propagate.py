@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import structlog
 
@@ -81,6 +82,13 @@ def _abort_jobs(client: BoincClient, names: Sequence[str]) -> None:
                 break
 
 
+def _parts(ctx: Context, op: sync_records.BatchOp) -> list[dict[str, Any]]:
+    """How to name each BOINC batch the batch went as: part 0 by id, the others by name.
+    Telling a part twice (a retry after a later part failed) is harmless."""
+    names = ctx.namer.parts(op.batch_id, op.name, op.parts)
+    return [{"batch_id": op.boinc_id}, *({"batch_name": name} for name in names[1:])]
+
+
 def _batch_op(ctx: Context, op: sync_records.BatchOp, upto: int) -> int:
     client = ctx.clients.get(ctx.authenticator(op.own_auth))
     ended = op.state in (BatchState.aborted.value, BatchState.retired.value)
@@ -94,8 +102,9 @@ def _batch_op(ctx: Context, op: sync_records.BatchOp, upto: int) -> int:
                 unsynced = sync_records.unsynced_aborts(session, upto=upto, batch_id=op.batch_id)
             # A retired batch whose jobs had all finished needs no abort, only retirement.
             if op.state == BatchState.aborted.value or unsynced:
-                client.abort_batch(batch_id=op.boinc_id)
-                sent += 1
+                for ref in _parts(ctx, op):
+                    client.abort_batch(**ref)
+                    sent += 1
             with ctx.db.session() as session:
                 sync_records.mark_batch_op(session, batch_id=op.batch_id, aborted_sent=True)
                 sync_records.mark_synced(session, batch_ids=[op.batch_id], upto=upto)
@@ -103,14 +112,16 @@ def _batch_op(ctx: Context, op: sync_records.BatchOp, upto: int) -> int:
             # Outputs of done jobs are in the store already: they were recorded with the job.
             # Nothing more will be sent for it: the phase takes it out of every later query.
             giving_up = {"retired_sent": True, "phase": "retired"}
-            client.retire_batch(batch_id=op.boinc_id)
-            sent += 1
+            for ref in _parts(ctx, op):
+                client.retire_batch(**ref)
+                sent += 1
             with ctx.db.session() as session:
                 sync_records.mark_batch_op(session, batch_id=op.batch_id, **giving_up)
         elif (op.lease_until or 0.0) != (op.expire_sent or 0.0):
             giving_up = {"expire_sent": op.lease_until}
-            client.set_expire_time(ctx.expire_time(op.lease_until), batch_id=op.boinc_id)
-            sent += 1
+            for ref in _parts(ctx, op):
+                client.set_expire_time(ctx.expire_time(op.lease_until), **ref)
+                sent += 1
             with ctx.db.session() as session:
                 sync_records.mark_batch_op(
                     session, batch_id=op.batch_id, expire_sent=op.lease_until

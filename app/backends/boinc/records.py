@@ -245,13 +245,16 @@ def record_sent(
     synced_change: int,
     expire_sent: float | None,
     invalid: dict[int, str],
+    parts: int = 1,
 ) -> bool:
-    """The batch is in BOINC: remember its id, the change its job list was read at, errors."""
+    """The batch is in BOINC: remember its id (of part 0) and how many BOINC batches it went
+    as, the change its job list was read at, errors."""
     if not _set_phase(
         session,
         batch_id=batch_id,
         worker=worker,
         phase="sent",
+        parts=parts,
         poll_since=0.0,
         expire_sent=expire_sent,
         last_error=None,

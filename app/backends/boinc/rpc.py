@@ -18,7 +18,8 @@ from app.backends.boinc import replies as rp
 from app.backends.boinc.download import OutputOps, output_token
 from app.backends.boinc.errors import BoincProtocolError
 from app.backends.boinc.files import FileOps
-from app.backends.boinc.xml import add, new_request
+from app.backends.boinc.transport import encoded_size, form_size
+from app.backends.boinc.xml import add, new_request, serialize
 
 __all__ = ["BoincClient", "output_token"]
 
@@ -81,8 +82,35 @@ class BoincClient(FileOps, OutputOps):
             self._add_positive(params, "rsc_disk_bound", job_params.rsc_disk_bound)
             self._add_positive(params, "delay_bound", job_params.delay_bound)
         for job in jobs:
-            self._add_job(batch, job)
+            batch.append(self._job_element(job))
         return root
+
+    def submit_batch_sizes(
+        self,
+        app_name: str,
+        jobs: Sequence[m.JobSpec],
+        *,
+        batch_id: int,
+        job_params: m.JobParams | None = None,
+        app_version_num: int = 0,
+        priority: int | None = None,
+    ) -> tuple[int, list[int]]:
+        """The HTTP body of a ``submit_batch`` of ``jobs`` as sizes that add up: the bytes
+        every such request carries, and each job's bytes. For splitting a batch under PHP's
+        ``post_max_size``, which drops a larger body whole."""
+        if not jobs:
+            raise ValueError("a batch needs at least one job")
+        first = self._batch_request(
+            "submit_batch",
+            app_name,
+            jobs[:1],
+            batch_id=batch_id,
+            job_params=job_params,
+            app_version_num=app_version_num,
+            priority=priority,
+        )
+        each = [encoded_size(serialize(self._job_element(job))) for job in jobs]
+        return form_size(serialize(first)) - each[0], each
 
     @staticmethod
     def _add_positive(parent: Element, tag: str, value: float | None) -> None:
@@ -90,8 +118,8 @@ class BoincClient(FileOps, OutputOps):
             add(parent, tag, value)
 
     @staticmethod
-    def _add_job(batch: Element, job: m.JobSpec) -> None:
-        elem = add(batch, "job")
+    def _job_element(job: m.JobSpec) -> Element:
+        elem = Element("job")
         add(elem, "name", job.name)
         if job.command_line:
             add(elem, "command_line", job.command_line)
@@ -109,6 +137,7 @@ class BoincClient(FileOps, OutputOps):
                 add(f, "url", inp.url)
                 add(f, "nbytes", inp.nbytes)
                 add(f, "md5", inp.md5)
+        return elem
 
     def submit_batch(
         self,

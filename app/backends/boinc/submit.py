@@ -28,6 +28,7 @@ from app.backends.boinc.errors import (
     BoincNotFoundError,
     BoincPermanentError,
 )
+from app.backends.boinc.names import Namer
 from app.backends.boinc.rpc import BoincClient
 from app.models import App, Batch, Job, JobInput, User
 from app.services.common import current_change
@@ -47,8 +48,9 @@ class Plan:
     """A batch as BOINC will get it, read in one go from the database."""
 
     batch_id: int
+    batch_name: str
     batch_state: str
-    boinc_name: str
+    namer: Namer
     app: App
     authenticator: str
     synced_change: int
@@ -59,14 +61,20 @@ class Plan:
     files: dict[str, Path] = field(default_factory=dict)
     invalid: dict[int, str] = field(default_factory=dict)
 
+    def part_name(self, part: int) -> str:
+        """The BOINC name of part ``part`` (part 0 is named like the batch)."""
+        return self.namer.part(self.batch_id, self.batch_name, part)
+
 
 @dataclass(frozen=True, slots=True)
 class Sent:
     """Where the batch ended up."""
 
-    boinc_id: int
-    # True when an earlier attempt had submitted it already (nothing was submitted now).
+    boinc_id: int  # of part 0
+    # True when an earlier attempt had submitted (some of) it already.
     recovered: bool = False
+    # BOINC batches it went as (see split)
+    parts: int = 1
 
 
 def _job_params(params: dict[str, Any]) -> m.JobParams | None:
@@ -107,8 +115,9 @@ def load_plan(ctx: Context, batch_id: int) -> Plan:
     priority = params.get("priority")
     plan = Plan(
         batch_id=batch_id,
+        batch_name=batch.name,
         batch_state=batch.state,
-        boinc_name=ctx.namer.batch(batch_id, batch.name),
+        namer=ctx.namer,
         app=app,
         authenticator=ctx.authenticator(owner.boinc_authenticator),
         synced_change=synced,
@@ -167,6 +176,79 @@ def _look_up(client: BoincClient, name: str) -> m.BatchDetail | None:
         return None
 
 
+# Bounds the lookup of parts (a part holds at least one job).
+MAX_PARTS = 1_000_000
+# A part's batch_id is not known when the parts are cut: count it at its widest.
+_WIDEST_ID = 2**63 - 1
+
+
+def split(
+    client: BoincClient, plan: Plan, target: Target, specs: list[m.JobSpec], limit: int
+) -> list[list[m.JobSpec]]:
+    """Cut ``specs`` into runs whose ``submit_batch`` body fits in ``limit`` bytes (PHP's
+    ``post_max_size`` drops a larger body whole), in order."""
+    fixed, each = client.submit_batch_sizes(
+        target.app_name,
+        specs,
+        batch_id=_WIDEST_ID,
+        job_params=plan.params,
+        app_version_num=target.app_version_num,
+        priority=plan.priority,
+    )
+    parts: list[list[m.JobSpec]] = []
+    size = fixed
+    for spec, n in zip(specs, each, strict=True):
+        if fixed + n > limit:
+            raise MappingError(
+                f"job {spec.name} alone makes a submit_batch of {fixed + n} bytes, more than "
+                f"BGW_BOINC_SUBMIT_MAX_BYTES={limit}"
+            )
+        if not parts or size + n > limit:
+            parts.append([])
+            size = fixed
+        parts[-1].append(spec)
+        size += n
+    return parts
+
+
+@dataclass
+class _Found:
+    """What earlier attempts left on BOINC: submitted parts, and an INIT one to reuse."""
+
+    submitted: list[int] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+    init_id: int = 0
+
+
+def _recover(client: BoincClient, plan: Plan) -> _Found:
+    """Look the parts up by name in order: created in order, each only after the one before
+    was submitted, so they are a run of submitted parts, then at most one INIT part."""
+    found = _Found()
+    wanted = {spec.name for spec in plan.specs}
+    for k in range(MAX_PARTS):
+        detail = _look_up(client, plan.part_name(k))
+        if detail is None:
+            break
+        if detail.batch.state == m.BatchState.INIT:
+            if detail.jobs:
+                # create_work is still adding jobs (a submit_batch that timed out on our
+                # side), or failed midway: submitting again would collide with its job names.
+                raise BatchBusy(
+                    f"BOINC batch {plan.part_name(k)} is still INIT with {len(detail.jobs)} "
+                    "jobs (a submission in progress, or create_work failed midway)"
+                )
+            found.init_id = detail.batch.id
+            break
+        # An earlier attempt submitted this part and died before recording that.
+        ended = [j.name for j in detail.jobs if j.name not in wanted]
+        if ended:
+            client.abort_jobs(ended)
+        found.submitted.append(detail.batch.id)
+        found.names.update(j.name for j in detail.jobs)
+        log.info("boinc.batch_recovered", batch_id=plan.batch_id, boinc_id=detail.batch.id)
+    return found
+
+
 def send(
     client: BoincClient,
     plan: Plan,
@@ -176,63 +258,84 @@ def send(
     expire: float,
     keep_until: float,
     renew: Callable[[], None],
+    max_bytes: int,
 ) -> Sent | None:
-    """Put the plan's jobs into BOINC; None when there was nothing to send."""
-    boinc_id = 0
-    if attempt > 1:
-        found = _look_up(client, plan.boinc_name)
-        if found is not None and found.batch.state != m.BatchState.INIT:
-            # An earlier attempt submitted it and died before recording that.
-            names = {spec.name for spec in plan.specs}
-            ended = [j.name for j in found.jobs if j.name not in names]
-            if ended:
-                client.abort_jobs(ended)
-            log.info("boinc.batch_recovered", batch_id=plan.batch_id, boinc_id=found.batch.id)
-            return Sent(found.batch.id, recovered=True)
-        if found is not None and found.jobs:
-            # create_work is still adding jobs (a submit_batch that timed out on our side), or
-            # failed midway: submitting again would collide with its job names.
-            raise BatchBusy(
-                f"BOINC batch {plan.boinc_name} is still INIT with {len(found.jobs)} jobs "
-                "(a submission in progress, or create_work failed midway)"
-            )
-        if found is not None:
-            boinc_id = found.batch.id
-    if not plan.specs or plan.batch_state != BatchState.in_progress.value:
-        if boinc_id:
+    """Put the plan's jobs into BOINC; None when there was nothing to send.
+
+    A batch whose ``submit_batch`` would exceed ``max_bytes`` goes as several BOINC batches
+    (parts), each sent in the race-free order; an attempt after a failed one continues after
+    the parts already submitted."""
+    found = _recover(client, plan) if attempt > 1 else _Found()
+    remaining = [spec for spec in plan.specs if spec.name not in found.names]
+    if not remaining or plan.batch_state != BatchState.in_progress.value:
+        if found.init_id:
             # An INIT batch counts as active and keeps its files on the project: let it go.
-            client.retire_batch(batch_id=boinc_id)
+            client.retire_batch(batch_id=found.init_id)
+        if found.submitted:
+            return Sent(found.submitted[0], recovered=True, parts=len(found.submitted))
         return None
-    if not boinc_id:
-        boinc_id = client.create_batch(target.app_name, plan.boinc_name, expire)
-        renew()
+    runs = split(client, plan, target, remaining, max_bytes)
+    ids = list(found.submitted)
     started = time.monotonic()
-    try:
-        client.stage_files(sorted(plan.files.items()), boinc_id, delete_time=int(keep_until))
+    for run in runs:
+        part = len(ids)
+        boinc_id = found.init_id if part == len(found.submitted) else 0
+        try:
+            if not boinc_id:
+                boinc_id = client.create_batch(target.app_name, plan.part_name(part), expire)
+                renew()
+            _submit_part(client, plan, target, boinc_id, run, keep_until, renew)
+        except BoincPermanentError as exc:
+            if not isinstance(exc, BoincBatchStateError):
+                _withdraw(client, boinc_id, ids)
+            raise
+        ids.append(boinc_id)
         renew()
-        # "batch not in init state" (BoincBatchStateError) means a slow earlier attempt
-        # submitted it meanwhile: the caller retries at once, and the lookup records it.
-        client.submit_batch(
-            boinc_id,
-            target.app_name,
-            plan.specs,
-            job_params=plan.params,
-            app_version_num=target.app_version_num,
-            priority=plan.priority,
-        )
-    except BoincPermanentError as exc:
-        if not isinstance(exc, BoincBatchStateError):
-            # The refused batch stays INIT, which keeps its files (and any jobs create_work
-            # made before failing) alive on the project: retire it, as well as we can.
-            with contextlib.suppress(BoincError):
-                client.retire_batch(batch_id=boinc_id)
-        raise
     log.info(
         "boinc.batch_submitted",
         batch_id=plan.batch_id,
-        boinc_id=boinc_id,
-        jobs=len(plan.specs),
+        boinc_id=ids[0],
+        parts=len(ids),
+        jobs=len(remaining),
         files=len(plan.files),
         seconds=round(time.monotonic() - started, 3),
     )
-    return Sent(boinc_id)
+    return Sent(ids[0], recovered=bool(found.submitted), parts=len(ids))
+
+
+def _submit_part(
+    client: BoincClient,
+    plan: Plan,
+    target: Target,
+    boinc_id: int,
+    run: list[m.JobSpec],
+    keep_until: float,
+    renew: Callable[[], None],
+) -> None:
+    md5s = {i.md5 for spec in run for i in spec.inputs if isinstance(i, m.LocalInput)}
+    client.stage_files(
+        sorted((md5, plan.files[md5]) for md5 in md5s), boinc_id, delete_time=int(keep_until)
+    )
+    renew()
+    # "batch not in init state" (BoincBatchStateError) means a slow earlier attempt
+    # submitted it meanwhile: the caller retries at once, and the lookup records it.
+    client.submit_batch(
+        boinc_id,
+        target.app_name,
+        run,
+        job_params=plan.params,
+        app_version_num=target.app_version_num,
+        priority=plan.priority,
+    )
+
+
+def _withdraw(client: BoincClient, refused: int, submitted: list[int]) -> None:
+    """After a permanent refusal: the refused batch stays INIT, which keeps its files (and
+    any jobs create_work made before failing) alive on the project, so it is retired; parts
+    already submitted would run untracked, so they are aborted. As well as we can."""
+    with contextlib.suppress(BoincError):
+        if refused:
+            client.retire_batch(batch_id=refused)
+    for boinc_id in submitted:
+        with contextlib.suppress(BoincError):
+            client.abort_batch(batch_id=boinc_id)

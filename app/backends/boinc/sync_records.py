@@ -33,6 +33,7 @@ class PollRow:
     boinc_id: int
     own_auth: str | None
     poll_since: float
+    parts: int = 1
 
 
 def pollable(session: Session) -> list[PollRow]:
@@ -49,13 +50,17 @@ def pollable(session: Session) -> list[PollRow]:
             col(Batch.backend_id),
             col(User.boinc_authenticator),
             col(BoincBatch.poll_since),
+            col(BoincBatch.parts),
         )
         .join(Batch, col(Batch.id) == col(BoincBatch.batch_id))
         .join(User, col(User.id) == col(Batch.owner_id))
         .where(col(BoincBatch.phase) == "sent", unfinished)
         .order_by(col(Batch.id))
     )
-    return [PollRow(b, n, bid or 0, a, float(p)) for b, n, bid, a, p in session.execute(q).all()]
+    return [
+        PollRow(b, n, bid or 0, a, float(p), int(k))
+        for b, n, bid, a, p, k in session.execute(q).all()
+    ]
 
 
 def set_poll_since(session: Session, *, batch_ids: Sequence[int], value: float) -> None:
@@ -157,6 +162,8 @@ class BatchOp:
     boinc_id: int
     own_auth: str | None
     state: str
+    name: str
+    parts: int
     lease_until: float | None
     expire_sent: float | None
     aborted_sent: bool
@@ -185,6 +192,8 @@ def batch_ops(session: Session, *, limit: int = 100) -> list[BatchOp]:
             col(BoincBatch.aborted_sent),
             col(BoincBatch.retired_sent),
             col(Batch.backend_synced_change),
+            col(Batch.name),
+            col(BoincBatch.parts),
         )
         .join(Batch, col(Batch.id) == col(BoincBatch.batch_id))
         .join(User, col(User.id) == col(Batch.owner_id))
@@ -206,8 +215,8 @@ def batch_ops(session: Session, *, limit: int = 100) -> list[BatchOp]:
         .limit(limit)
     )
     return [
-        BatchOp(b, bid or 0, a, s, lease, exp, bool(ab), bool(rt), int(sync))
-        for b, bid, a, s, lease, exp, ab, rt, sync in session.execute(q).all()
+        BatchOp(b, bid or 0, a, s, name, int(k), lease, exp, bool(ab), bool(rt), int(sync))
+        for b, bid, a, s, lease, exp, ab, rt, sync, name, k in session.execute(q).all()
     ]
 
 

@@ -10,6 +10,7 @@ import collections
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, Self
+from urllib.parse import quote_plus, urlencode
 from xml.etree.ElementTree import Element
 
 import httpx
@@ -27,6 +28,17 @@ __all__ = ["JOB_FILE", "SUBMIT", "BoincTransport"]
 SUBMIT = "submit_rpc_handler.php"
 JOB_FILE = "job_file.php"
 USER_AGENT = "boinc-gateway (BOINC remote job submission)"
+
+
+def form_size(request: str) -> int:
+    """Bytes of the form-encoded body of an RPC without files whose XML is ``request``."""
+    return len(urlencode({"request": request}))
+
+
+def encoded_size(piece: str) -> int:
+    """Bytes a piece of a request's XML takes in the form-encoded body (encoding is byte by
+    byte, so the sizes of the pieces of a request add up)."""
+    return len(quote_plus(piece))
 
 
 class BoincTransport:
