@@ -52,6 +52,7 @@ class Dispatcher:
         self.db, self.store, self.settings = db, store, settings
         self.worker_id = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.backend = backend or make_backend(db, store, settings, self.worker_id)
+        self.backend.wake = self.wake
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None

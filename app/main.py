@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.api import apps, batches, files, health, jobs, users
@@ -45,6 +46,33 @@ def _problem(err: ServiceError) -> JSONResponse:
         media_type="application/problem+json",
         headers=headers,
     )
+
+
+class WakeDispatcher:
+    """After a successful change to batches or jobs (submit, abort, lease, ...), wake this
+    process's dispatcher: it acts at once instead of after its idle pause. The response
+    starts only after the request's transaction committed, so the dispatcher sees it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] not in ("POST", "PUT", "DELETE")
+            or not scope["path"].startswith(("/v1/batches", "/v1/jobs"))
+        ):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                dispatcher = getattr(scope["app"].state, "dispatcher", None)
+                if dispatcher is not None:
+                    dispatcher.wake()
+            await send(message)
+
+        await self.app(scope, receive, send_wrapper)
 
 
 def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True) -> FastAPI:
@@ -86,6 +114,7 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
         docs_url=None,
         redoc_url=None,
     )
+    app.add_middleware(WakeDispatcher)
     app.add_middleware(RequestMiddleware)
 
     @app.exception_handler(ServiceError)

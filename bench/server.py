@@ -64,7 +64,7 @@ class Server:
                 "BGW_DATA_DIR": str(data_dir),
                 "BGW_BOOTSTRAP_TOKEN": TOKEN,
                 "BGW_LOG_LEVEL": "WARNING",
-                "BGW_DISPATCHER_IDLE_SECONDS": "0.05",
+                "BGW_DISPATCHER_IDLE_SECONDS": os.environ.get("BGW_DISPATCHER_IDLE_SECONDS", "0.5"),
                 **env,
             },
             stdout=self.log,

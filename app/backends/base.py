@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
+
+
+def _no_one_to_wake() -> None:
+    return None
 
 
 class Backend(ABC):
@@ -17,6 +22,8 @@ class Backend(ABC):
     # Whether in-progress jobs are held by the worker that claimed them (and so go back to the
     # queue when it dies). False for backends where the jobs run elsewhere, such as BOINC.
     jobs_held_by_worker: ClassVar[bool] = True
+    # Set by the dispatcher: ends its idle pause (say, when a slot frees up).
+    wake: Callable[[], None] = staticmethod(_no_one_to_wake)
 
     @abstractmethod
     def step(self) -> bool:

@@ -299,6 +299,7 @@ class LocalBackend(Backend):
                 self.running.pop(job_id, None)
                 self.threads.pop(job_id, None)
                 self.fenced.discard(job_id)
+            self.wake()  # a slot is free: claim the next job now, not after the idle pause
 
     def _finish_retrying(self, work: _Work, result: sandbox.RunResult) -> None:
         """Record the result, waiting out a database outage (the outputs are still in the

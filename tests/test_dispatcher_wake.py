@@ -1,0 +1,66 @@
+"""The dispatcher acts on submissions, aborts and freed slots at once, not after its idle
+pause (the pause only bounds how late it sees work from other processes)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from tests.backends.boinc.backend_harness import fresh_database
+from tests.conftest import ADMIN_TOKEN, TestDatabase, auth, make_settings
+
+PAUSE = 3600.0  # an idle pause no test could sit out: only a wake-up moves the dispatcher
+BOUND = 30.0
+
+
+def _wait(client: TestClient, path: str, key: str, want: str) -> dict[str, object]:
+    deadline = time.monotonic() + BOUND
+    while (body := client.get(path, headers=auth(ADMIN_TOKEN)).json())[key] != want:
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
+    return body
+
+
+def test_submission_freed_slots_and_abort_wake_the_dispatcher(
+    test_db: TestDatabase, tmp_path: Path
+) -> None:
+    with fresh_database(test_db, tmp_path) as url:
+        settings = make_settings(
+            url, tmp_path / "data", dispatcher_idle_seconds=PAUSE, local_slots=1
+        )
+        with TestClient(create_app(settings)) as c:
+            h = auth(ADMIN_TOKEN)
+            dispatcher = c.app.state.dispatcher  # type: ignore[attr-defined]
+            time.sleep(0.3)  # the dispatcher found nothing to do and is in its pause
+            # One slot, three jobs: each freed slot must claim the next job.
+            jobs = [
+                {"name": f"w{k}", "inputs": [{"name": "in", "content": f"job {k}\n"}]}
+                for k in range(3)
+            ]
+            r = c.post(
+                "/v1/batches", json={"name": "w", "app": "uppercase", "jobs": jobs}, headers=h
+            )
+            assert r.status_code == 201, r.text
+            body = _wait(c, "/v1/batches/w", "state", "complete")
+            assert body["counts"]["done"] == 3, body
+            assert c.get("/v1/jobs/w2/outputs/out", headers=h).text == "JOB 2\n"
+
+            # An abort reaches the running process through a wake-up too.
+            job = {
+                "name": "sleepy",
+                "args": ["--sleep", "300"],
+                "inputs": [{"name": "in", "content": "z"}],
+            }
+            r = c.post(
+                "/v1/batches", json={"name": "s", "app": "exitcode", "jobs": [job]}, headers=h
+            )
+            assert r.status_code == 201, r.text
+            _wait(c, "/v1/jobs/sleepy", "state", "in_progress")
+            assert c.post("/v1/batches/s/abort", headers=h).status_code == 200
+            deadline = time.monotonic() + BOUND
+            while dispatcher.backend.running:
+                assert time.monotonic() < deadline, "the aborted job kept running"
+                time.sleep(0.05)
