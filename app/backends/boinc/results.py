@@ -53,15 +53,23 @@ class ExitStatuses:
     """
 
     def __init__(self) -> None:
-        self._by_batch: dict[int, dict[str, tuple[int, ...]]] = {}
+        self._by_part: dict[str, dict[str, tuple[int, ...]]] = {}
 
-    def of(self, client: BoincClient, boinc_batch_id: int, job_name: str) -> int | None:
-        """The last exit status of a failed instance of the job, if any."""
-        if boinc_batch_id not in self._by_batch:
-            detail = client.query_batch(batch_id=boinc_batch_id, get_job_details=True)
-            self._by_batch[boinc_batch_id] = {j.name: j.exit_statuses for j in detail.jobs}
-        statuses = self._by_batch[boinc_batch_id].get(job_name, ())
-        return statuses[-1] if statuses else None
+    def of(self, ctx: Context, client: BoincClient, job: JobRow, job_name: str) -> int | None:
+        """The last exit status of a failed instance of the job, if any (the parts of a
+        batch sent as several are asked in order until one has the job)."""
+        names = ctx.namer.parts(job.batch_id, job.batch_name, job.parts)
+        for k, part in enumerate(names):
+            if part not in self._by_part:
+                if k == 0:
+                    detail = client.query_batch(batch_id=job.boinc_batch_id, get_job_details=True)
+                else:
+                    detail = client.query_batch(batch_name=part, get_job_details=True)
+                self._by_part[part] = {j.name: j.exit_statuses for j in detail.jobs}
+            if job_name in self._by_part[part]:
+                statuses = self._by_part[part][job_name]
+                return statuses[-1] if statuses else None
+        return None
 
 
 @contextlib.contextmanager
@@ -98,7 +106,7 @@ def finish(
         else:
             exit_code = done.exit_status
             if exit_code is None:
-                exit_code = exits.of(client, job.boinc_batch_id, wu_name)
+                exit_code = exits.of(ctx, client, job, wu_name)
             error = "BOINC: " + error_words(done.error_mask)
             if exit_code is not None:
                 error += f" (exit status {exit_code})"

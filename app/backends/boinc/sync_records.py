@@ -97,6 +97,8 @@ class JobRow:
     app_id: int
     own_auth: str | None
     outputs_wanted: tuple[str, ...]
+    batch_name: str = ""
+    parts: int = 1
 
 
 def job_rows(session: Session, *, job_ids: Sequence[int]) -> dict[int, JobRow]:
@@ -114,15 +116,28 @@ def job_rows(session: Session, *, job_ids: Sequence[int]) -> dict[int, JobRow]:
                 col(Batch.app_id),
                 col(User.boinc_authenticator),
                 col(Job.outputs_wanted),
+                col(Batch.name),
+                col(BoincBatch.parts),
             )
             .join(Batch, col(Batch.id) == col(Job.batch_id))
             .join(User, col(User.id) == col(Job.owner_id))
+            .outerjoin(BoincBatch, col(BoincBatch.batch_id) == col(Batch.id))
             .where(col(Job.id).in_(part), col(Batch.backend) == BACKEND)
         )
         for row in session.execute(q).all():
-            jid, name, state, bid, boinc_id, owner, app_id, auth, wanted = row
+            jid, name, state, bid, boinc_id, owner, app_id, auth, wanted, bname, parts = row
             out[jid] = JobRow(
-                jid, name, state, bid, boinc_id or 0, owner, app_id, auth, tuple(wanted)
+                jid,
+                name,
+                state,
+                bid,
+                boinc_id or 0,
+                owner,
+                app_id,
+                auth,
+                tuple(wanted),
+                bname,
+                int(parts or 1),
             )
     return out
 

@@ -21,6 +21,7 @@ from app.models import BoincBatch
 from app.services.store import FileStore
 from tests.backends.boinc.backend_harness import Gateway, gateway, wait
 from tests.conftest import TestDatabase
+from tests.fakes.boinc_server import Quirks
 
 LIMIT = 64 << 10  # the smallest BGW_BOINC_SUBMIT_MAX_BYTES allowed
 NJOBS = 600  # about three parts of LIMIT bytes
@@ -104,7 +105,7 @@ def test_a_large_batch_goes_as_parts_and_runs_whole(test_db: TestDatabase, tmp_p
     """With the project's post_max_size at 64 KiB, a 600-job batch goes as three BOINC
     batches (each submit_batch fits), every job once; results, abort, lease and retirement
     reach every part."""
-    with gateway(test_db, tmp_path, boinc_submit_max_bytes=LIMIT) as gw:
+    with gateway(test_db, tmp_path, quirks=Quirks.live(), boinc_submit_max_bytes=LIMIT) as gw:
         gw.fake.post_max_size = LIMIT
         lease = 4_000_000_000.0
         names = _submit(gw, "big", NJOBS, lease_until=lease)
@@ -130,6 +131,12 @@ def test_a_large_batch_goes_as_parts_and_runs_whole(test_db: TestDatabase, tmp_p
             gw.fake.complete_job(wu, outputs={"out": wu.encode()})
         for job in (names[0], names[-1]):
             gw.wait_job(job, "done")
+        # A failed job of a later part: its exit status is found in its own part (the live
+        # server's query_completed_job cannot report it; query_batch of the part can).
+        gw.fake.fail_job(wus[-2], exit_status=-186)
+        failed = gw.wait_job(names[-2], "error")
+        assert failed["exit_code"] == -186, failed
+        assert failed["error"] == "BOINC: too many instances failed (exit status -186)"
         out = gw.client.get(f"/v1/jobs/{names[-1]}/outputs/out", headers=gw.headers)
         assert out.content == last.encode()
 
