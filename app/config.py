@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     boinc_expire_margin_seconds: float = 3600
     # finished jobs whose outputs are fetched per dispatcher step (the rest follow)
     boinc_fetch_per_step: int = 100
+    # finished jobs fetched at a time (each is a few latency-bound round trips)
+    boinc_fetch_threads: int = Field(default=4, ge=1, le=32)
     # how long /readyz trusts the last ping
     boinc_health_seconds: float = 15
     # gateway-side failures (not BOINC's) before a batch is given up

@@ -116,6 +116,11 @@ class FakeBoincServer:
         self.truncate_next = 0
         self.disconnect_next = 0
         self.delay = 0.0
+        # requests being served at once (the delay is spent outside the state lock, so
+        # overlapping clients show here), and the most seen
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._flight_lock = threading.Lock()
         self.post_max_size = 8 * MIB  # PHP defaults
         self.upload_max_filesize = 2 * MIB
         self.max_file_uploads = 20
@@ -262,8 +267,15 @@ class FakeBoincServer:
             return
         length = int(req.headers.get("Content-Length") or 0)
         body = req.rfile.read(length) if length else b""
-        if self.delay:
-            self._stop.wait(self.delay)
+        with self._flight_lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                self._stop.wait(self.delay)
+        finally:
+            with self._flight_lock:
+                self.in_flight -= 1
         with self.state.lock:
             if self.disconnect_next:
                 self.disconnect_next -= 1

@@ -117,7 +117,7 @@ class OutputOps(BoincTransport):
         self, op: str, endpoint: str, params: dict[str, str | int], dest: Dest
     ) -> m.DownloadResult:
         check_destination(Path(dest))
-        self.rpc_counts[op] += 1
+        self._count(op)
         with self._mapped(op):
             return download_to(
                 self._http,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import structlog
@@ -135,20 +136,47 @@ def _apply(
     limit = max(1, ctx.settings.boinc_fetch_per_step)
     result.backlog = len(ended) > limit
     exits = ExitStatuses()
-    for k, job in enumerate(ended[:limit]):
-        if k and k % 10 == 0:
-            keep_lease()
+    work: list[tuple[sync_records.JobRow, BoincClient, App, tuple[str, ...]]] = []
+    for job in ended[:limit]:
         try:
             app = apps(job.app_id)
             auth = ctx.authenticator(job.own_auth)
-            client = ctx.clients.get(auth)
-            finish(ctx, client, job, by_id[job.id], app, target(app, auth).output_order, exits)
+            work.append((job, ctx.clients.get(auth), app, target(app, auth).output_order))
         except (BoincPermanentError, MappingError) as exc:
-            log.warning("boinc.job_unfinishable", job=job.name, error=describe(exc))
-            with ctx.db.session() as session:
-                records.fail_jobs(session, job_ids=[job.id], message=f"BOINC: {describe(exc)}")
-        result.finished += 1
+            _unfinishable(ctx, job, exc)
+            result.finished += 1
+
+    def one(item: tuple[sync_records.JobRow, BoincClient, App, tuple[str, ...]]) -> None:
+        job, client, app, order = item
+        try:
+            finish(ctx, client, job, by_id[job.id], app, order, exits)
+        except (BoincPermanentError, MappingError) as exc:
+            _unfinishable(ctx, job, exc)
+
+    # Each job costs round trips (query_completed_job, one download per output): over a
+    # real network they are latency-bound, so several jobs are fetched at a time.
+    threads = min(max(1, ctx.settings.boinc_fetch_threads), len(work))
+    if threads <= 1:
+        for k, item in enumerate(work):
+            if k and k % 10 == 0:
+                keep_lease()
+            one(item)
+            result.finished += 1
+        return result
+    with ThreadPoolExecutor(threads, thread_name_prefix="boinc-fetch") as pool:
+        futures = [pool.submit(one, item) for item in work]
+        for k, future in enumerate(as_completed(futures)):
+            if k and k % 10 == 0:
+                keep_lease()
+            future.result()  # a retryable error ends the round (the rest still finish)
+            result.finished += 1
     return result
+
+
+def _unfinishable(ctx: Context, job: sync_records.JobRow, exc: Exception) -> None:
+    log.warning("boinc.job_unfinishable", job=job.name, error=describe(exc))
+    with ctx.db.session() as session:
+        records.fail_jobs(session, job_ids=[job.id], message=f"BOINC: {describe(exc)}")
 
 
 def _start(session: Session, job_ids: list[int]) -> list[int]:

@@ -7,6 +7,7 @@ a submission needed.
 from __future__ import annotations
 
 import collections
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, Self
@@ -65,12 +66,17 @@ class BoincTransport:
         self.max_upload_bytes = max(1, max_upload_bytes)
         self.verify_upload_md5 = verify_upload_md5
         self.rpc_counts: collections.Counter[str] = collections.Counter()
+        self._count_lock = threading.Lock()  # the client is shared by fetching threads
         self._http = httpx.Client(
             timeout=timeout,
             transport=transport,
             follow_redirects=False,
             headers={"User-Agent": USER_AGENT},
         )
+
+    def _count(self, op: str) -> None:
+        with self._count_lock:
+            self.rpc_counts[op] += 1
 
     def close(self) -> None:
         """Close the underlying HTTP connections."""
@@ -113,7 +119,7 @@ class BoincTransport:
         files: list[tuple[str, tuple[str, BinaryIO, str]]] | None = None,
         raw_fields: tuple[str, ...] = RAW_FIELDS,
     ) -> Reply:
-        self.rpc_counts[op] += 1
+        self._count(op)
         with self._mapped(op):
             resp = self._http.post(
                 self.project_url + endpoint,
