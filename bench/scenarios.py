@@ -596,3 +596,36 @@ def boinc_backend(engine: str, work: Path, n: int = 10_000, finish: int = 1000) 
 
 
 SCENARIOS["boinc_backend"] = boinc_backend
+
+
+def boinc_collect_latency(engine: str, work: Path, n: int = 200, delay: float = 0.02) -> Result:
+    """Scenario 9: collecting finished BOINC jobs when every request takes ``delay`` seconds
+    (a network round trip), one job at a time against BGW_BOINC_FETCH_THREADS=4."""
+    from tests.backends.boinc.backend_harness import gateway, wait
+    from tests.conftest import TestDatabase
+
+    db = Database(engine, work)
+    test_db = TestDatabase(engine, db.url)
+    result: Result = {"engine": engine, "finished_jobs": n, "request_delay_ms": delay * 1000}
+    try:
+        for threads in (1, 4):
+            with gateway(
+                test_db, work, boinc_full_poll_seconds=3600, boinc_fetch_threads=threads
+            ) as gw:
+                names = gw.submit("done", gw.upload(b"collect me\n"), n)
+                wus = gw.wait_sent(names)
+                gw.fake.delay = delay
+                t0 = time.perf_counter()
+                for wu in wus:
+                    gw.fake.complete_job(wu, outputs={"out": b"DONE\n"})
+                wait(lambda: gw.batch("done")["counts"]["done"] == n or None, "results", 600)
+                seconds = time.perf_counter() - t0
+            result[f"threads_{threads}_seconds"] = round(seconds, 2)
+            result[f"threads_{threads}_ms_per_job"] = round(seconds / n * 1000, 2)
+        result["speedup"] = round(result["threads_1_seconds"] / result["threads_4_seconds"], 2)
+    finally:
+        db.close()
+    return result
+
+
+SCENARIOS["boinc_collect_latency"] = boinc_collect_latency
