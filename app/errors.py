@@ -76,6 +76,9 @@ MissingInputFiles = _error(
     "MissingInputFiles", 400, "missing_input_files", "Input files are not stored"
 )
 InvalidRequest = _error("InvalidRequest", 400, "invalid_request", "Invalid request")
+BoincAppMismatch = _error(
+    "BoincAppMismatch", 400, "boinc_app_mismatch", "App does not match its BOINC app"
+)
 InvalidCursor = _error("InvalidCursor", 400, "invalid_cursor", "Invalid cursor")
 FileTooLarge = _error("FileTooLarge", 413, "file_too_large", "File too large")
 RangeNotSatisfiable = _error(

@@ -61,6 +61,7 @@ class WakeDispatcher:
             scope["type"] != "http"
             or scope["method"] not in ("POST", "PUT", "DELETE")
             or not scope["path"].startswith(("/v1/batches", "/v1/jobs"))
+            or scope["path"].endswith("/query")  # a read, however many there are
         ):
             await self.app(scope, receive, send)
             return

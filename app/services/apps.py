@@ -24,6 +24,11 @@ def _values(data: AppIn) -> dict[str, object]:
     }
 
 
+def transient_app(data: AppIn) -> App:
+    """The app ``data`` describes, not (yet) in any session: what checks look at."""
+    return App.model_validate({**_values(data), "created_at": now()})
+
+
 def get_app(session: Session, *, name: str) -> App | None:
     """The enabled app called ``name``."""
     app: App | None = (
@@ -67,7 +72,7 @@ def create_app(session: Session, *, data: AppIn) -> App:
     if existing is not None:
         # A deleted app keeps its row (old batches refer to it); registering again revives it.
         return replace_app(session, app=existing, data=data)
-    app = App.model_validate({**_values(data), "created_at": now()})
+    app = transient_app(data)
     session.add(app)
     session.flush()
     return app

@@ -184,9 +184,9 @@ DECLARED: dict[tuple[str, str], set[str]] = {
     ("DELETE", "/v1/users/{name}"): {"forbidden", "user_not_found"},
     ("POST", "/v1/users/{name}/token"): {"forbidden", "user_not_found"},
     ("GET", "/v1/apps"): set(),
-    ("POST", "/v1/apps"): {"app_exists", "forbidden", "invalid_request"},
+    ("POST", "/v1/apps"): {"app_exists", "forbidden", "invalid_request", "boinc_app_mismatch"},
     ("GET", "/v1/apps/{name}"): {"app_forbidden", "app_not_found"},
-    ("PUT", "/v1/apps/{name}"): {"forbidden", "invalid_request"},
+    ("PUT", "/v1/apps/{name}"): {"forbidden", "invalid_request", "boinc_app_mismatch"},
     ("DELETE", "/v1/apps/{name}"): {"forbidden", "app_not_found"},
     ("PUT", "/v1/files/{md5}"): {
         "md5_mismatch",

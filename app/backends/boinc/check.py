@@ -82,6 +82,33 @@ def _check_app(client: BoincClient, app: App, report: Report) -> None:
     _probe_submission(client, app, name, report)
 
 
+class AppRefused(Exception):
+    """A gateway app the BOINC project cannot run (no such BOINC app, templates disagree)."""
+
+
+def check_new_app(settings: Settings, app: App) -> bool:
+    """Before an app is registered with the boinc backend: its BOINC app exists and its
+    templates agree with the app's inputs and outputs (the check submissions repeat). Asks
+    as the project-wide account; without one there is nobody to ask (False, not checked).
+    Raises ``AppRefused``, or the ``BoincError`` when the project cannot be asked now."""
+    if not settings.boinc_url or not settings.boinc_authenticator:
+        return False
+    name, _ = boinc_app(app)
+    timeout = min(30.0, settings.boinc_timeout_seconds)
+    with BoincClient(settings.boinc_url, settings.boinc_authenticator, timeout=timeout) as c:
+        try:
+            templates = c.get_templates(name)
+        except BoincError as exc:
+            if exc.retryable:
+                raise
+            raise AppRefused(f"app {app.name}: BOINC app {name}: {describe(exc)}") from exc
+    try:
+        check_templates(app, templates)
+    except MappingError as exc:
+        raise AppRefused(str(exc)) from exc
+    return True
+
+
 def run(settings: Settings, db: Database) -> Report:
     """Check the configured project against the gateway's accounts and apps."""
     report = Report()

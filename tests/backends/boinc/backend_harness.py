@@ -177,5 +177,22 @@ def gateway(
             headers = auth(ADMIN_TOKEN)
             r = client.post("/v1/apps", json=app or UPPERCASE, headers=headers)
             assert r.status_code == 201, r.text
+            # Registering asked the project about the app (get_templates): tests count
+            # what the backend does from here.
+            fake.rpc_log.clear()
             yield Gateway(client, fake, settings, headers)
         assert not fake.internal_errors, fake.internal_errors[0]
+
+
+def register_drifted_app(gw: Gateway) -> None:
+    """Gateway app ``mismatch`` on BOINC app ``drifted``: registered while the templates
+    agreed (registration checks them), then the project changed its output template, so the
+    app's output ``out`` is gone from it (what submissions must notice)."""
+    drifted = gw.fake.add_app("drifted")
+    body = {**UPPERCASE, "name": "mismatch", "boinc": {"app_name": "drifted"}}
+    r = gw.client.post("/v1/apps", json=body, headers=gw.headers)
+    assert r.status_code == 201, r.text
+    with gw.fake.state.lock:
+        drifted.output_template = (drifted.output_template or "").replace(
+            "<open_name>out</open_name>", "<open_name>result</open_name>"
+        )

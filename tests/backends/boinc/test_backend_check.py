@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.backends.boinc import check
 from app.db import Database
-from tests.backends.boinc.backend_harness import UPPERCASE, gateway
+from tests.backends.boinc.backend_harness import gateway, register_drifted_app
 from tests.conftest import TestDatabase
 from tests.fakes.boinc_server import ALICE_AUTH, BOB_AUTH, FakeBoincServer
 
@@ -18,8 +18,7 @@ def test_check_reports_accounts_apps_and_the_template_bug(
     test_db: TestDatabase, tmp_path: Path
 ) -> None:
     with gateway(test_db, tmp_path, dispatcher=False) as gw:
-        bad_app = {**UPPERCASE, "name": "mismatch", "outputs": ["result"]}
-        assert gw.client.post("/v1/apps", json=bad_app, headers=gw.headers).status_code == 201
+        register_drifted_app(gw)
         for name, key in (("bob", BOB_AUTH), ("carol", "not-a-key")):
             body = {"name": name, "boinc_authenticator": key}
             assert gw.client.post("/v1/users", json=body, headers=gw.headers).status_code == 201
@@ -32,7 +31,7 @@ def test_check_reports_accounts_apps_and_the_template_bug(
             assert "ok    the project-wide account (BGW_BOINC_AUTHENTICATOR): known" in text
             assert "ok    app uppercase: BOINC app uppercase templates match" in text
             assert "ok    app uppercase: BOINC accepts submissions to uppercase" in text
-            assert "FAIL  app mismatch: outputs ['result'] are not in the output template" in text
+            assert "FAIL  app mismatch: outputs ['out'] are not in the output template" in text
             assert "FAIL  user bob's own account: no file access" in text
             assert "FAIL  user carol's own account: bad authenticator" in text
             assert ALICE_AUTH not in text and BOB_AUTH not in text

@@ -14,7 +14,12 @@ from app.backends.boinc.backend import BoincBackend
 from app.db import Database
 from app.models import Worker
 from app.services.store import FileStore
-from tests.backends.boinc.backend_harness import UPPERCASE, Gateway, gateway, wait
+from tests.backends.boinc.backend_harness import (
+    Gateway,
+    gateway,
+    register_drifted_app,
+    wait,
+)
 from tests.backends.boinc.test_backend import SUBMISSION
 from tests.conftest import TestDatabase, auth
 from tests.fakes import boinc_files, boinc_server
@@ -211,9 +216,8 @@ def test_refusals_become_job_errors_people_understand(
     with gateway(test_db, tmp_path) as gw:
         md5 = gw.upload(b"refused\n")
 
-        # A gateway app whose outputs are not in the BOINC output template: refused up front.
-        bad_app = {**UPPERCASE, "name": "mismatch", "outputs": ["result"]}
-        assert gw.client.post("/v1/apps", json=bad_app, headers=gw.headers).status_code == 201
+        # A gateway app whose outputs left the BOINC output template: refused up front.
+        register_drifted_app(gw)
         body = {
             "name": "mm",
             "app": "mismatch",
@@ -221,7 +225,7 @@ def test_refusals_become_job_errors_people_understand(
         }
         assert gw.client.post("/v1/batches", json=body, headers=gw.headers).status_code == 201
         err = gw.wait_job("mm-0", "error")["error"]
-        assert "outputs ['result'] are not in the output template" in err, err
+        assert "outputs ['out'] are not in the output template" in err, err
         assert "create_batch" not in gw.ops()
 
         # A user whose own BOINC account may not submit.

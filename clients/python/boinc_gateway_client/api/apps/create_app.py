@@ -115,7 +115,8 @@ def sync_detailed(
 ) -> Response[AppOut | HTTPValidationError | Problem]:
     """ Create App
 
-     Register an app (admin).
+     Register an app (admin). With the boinc backend, the BOINC app must exist and its
+    templates must agree with the app's inputs and outputs.
 
     Args:
         body (AppIn):
@@ -148,7 +149,8 @@ def sync(
 ) -> AppOut | HTTPValidationError | Problem | None:
     """ Create App
 
-     Register an app (admin).
+     Register an app (admin). With the boinc backend, the BOINC app must exist and its
+    templates must agree with the app's inputs and outputs.
 
     Args:
         body (AppIn):
@@ -176,7 +178,8 @@ async def asyncio_detailed(
 ) -> Response[AppOut | HTTPValidationError | Problem]:
     """ Create App
 
-     Register an app (admin).
+     Register an app (admin). With the boinc backend, the BOINC app must exist and its
+    templates must agree with the app's inputs and outputs.
 
     Args:
         body (AppIn):
@@ -209,7 +212,8 @@ async def asyncio(
 ) -> AppOut | HTTPValidationError | Problem | None:
     """ Create App
 
-     Register an app (admin).
+     Register an app (admin). With the boinc backend, the BOINC app must exist and its
+    templates must agree with the app's inputs and outputs.
 
     Args:
         body (AppIn):

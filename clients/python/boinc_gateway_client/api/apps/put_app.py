@@ -117,7 +117,7 @@ def sync_detailed(
 ) -> Response[AppOut | HTTPValidationError | Problem]:
     """ Put App
 
-     Create or replace an app (admin).
+     Create or replace an app (admin); checked against BOINC as for registration.
 
     Args:
         name (str):
@@ -153,7 +153,7 @@ def sync(
 ) -> AppOut | HTTPValidationError | Problem | None:
     """ Put App
 
-     Create or replace an app (admin).
+     Create or replace an app (admin); checked against BOINC as for registration.
 
     Args:
         name (str):
@@ -184,7 +184,7 @@ async def asyncio_detailed(
 ) -> Response[AppOut | HTTPValidationError | Problem]:
     """ Put App
 
-     Create or replace an app (admin).
+     Create or replace an app (admin); checked against BOINC as for registration.
 
     Args:
         name (str):
@@ -220,7 +220,7 @@ async def asyncio(
 ) -> AppOut | HTTPValidationError | Problem | None:
     """ Put App
 
-     Create or replace an app (admin).
+     Create or replace an app (admin); checked against BOINC as for registration.
 
     Args:
         name (str):
