@@ -3,11 +3,14 @@ pause (the pause only bounds how late it sees work from other processes)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
+from app.backends import sandbox
 from app.main import create_app
 from tests.backends.boinc.backend_harness import fresh_database
 from tests.conftest import ADMIN_TOKEN, TestDatabase, auth, make_settings
@@ -64,3 +67,43 @@ def test_submission_freed_slots_and_abort_wake_the_dispatcher(
             while dispatcher.backend.running:
                 assert time.monotonic() < deadline, "the aborted job kept running"
                 time.sleep(0.05)
+
+
+def test_an_abort_before_the_process_starts_kills_it_as_it_starts(
+    test_db: TestDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The abort lands between the claim and the start of the process (the dispatcher's
+    only look at it finds nothing to kill yet): the process is killed as it starts."""
+    gate = threading.Event()
+    real_start = sandbox.start
+
+    def held_start(spec: sandbox.RunSpec) -> sandbox.RunningJob:
+        assert gate.wait(BOUND), "the test never opened the gate"
+        return real_start(spec)
+
+    monkeypatch.setattr(sandbox, "start", held_start)
+    with fresh_database(test_db, tmp_path) as url:
+        settings = make_settings(url, tmp_path / "data", dispatcher_idle_seconds=PAUSE)
+        with TestClient(create_app(settings)) as c:
+            h = auth(ADMIN_TOKEN)
+            backend = c.app.state.dispatcher.backend  # type: ignore[attr-defined]
+            job = {
+                "name": "early",
+                "args": ["--sleep", "300"],
+                "inputs": [{"name": "in", "content": "z"}],
+            }
+            r = c.post(
+                "/v1/batches", json={"name": "e", "app": "exitcode", "jobs": [job]}, headers=h
+            )
+            assert r.status_code == 201, r.text
+            _wait(c, "/v1/jobs/early", "state", "in_progress")  # claimed, process held back
+            assert c.post("/v1/batches/e/abort", headers=h).status_code == 200
+            deadline = time.monotonic() + BOUND
+            while not backend.cancelled:
+                assert time.monotonic() < deadline, "the dispatcher did not look at the abort"
+                time.sleep(0.02)
+            gate.set()
+            while backend.running:
+                assert time.monotonic() < deadline, "the aborted job ran after all"
+                time.sleep(0.05)
+            assert c.get("/v1/jobs/early", headers=h).json()["state"] == "aborted"

@@ -58,6 +58,8 @@ class LocalBackend(Backend):
         # Jobs killed because this worker lost the database for so long that another worker
         # may requeue them: their runs record nothing; _requeue_strays requeues them.
         self.fenced: set[int] = set()
+        # Jobs found aborted before their process started: it is killed as it starts.
+        self.cancelled: set[int] = set()
         self._confirmed_at = time.monotonic()  # the database last confirmed our claims
         self._strays_due = 0.0
         self._stopping = threading.Event()
@@ -133,6 +135,9 @@ class LocalBackend(Backend):
             if job_id not in still:
                 with self.lock:
                     rj = self.running.get(job_id)
+                    if rj is None:
+                        # Claimed but its process not started yet: killed as it starts.
+                        self.cancelled.add(job_id)
                 if rj is not None:
                     log.info("job.killing", job_id=job_id, reason="no longer in progress")
                     rj.kill()
@@ -265,8 +270,9 @@ class LocalBackend(Backend):
             rj = sandbox.start(spec)
             with self.lock:
                 self.running[job_id] = rj
-                fenced = job_id in self.fenced
-            if fenced:
+                doomed = job_id in self.fenced or job_id in self.cancelled
+            if doomed:
+                log.info("job.killing", job_id=job_id, reason="no longer in progress")
                 rj.kill()
             result = rj.wait()
             with self.lock:
@@ -299,6 +305,7 @@ class LocalBackend(Backend):
                 self.running.pop(job_id, None)
                 self.threads.pop(job_id, None)
                 self.fenced.discard(job_id)
+                self.cancelled.discard(job_id)
             self.wake()  # a slot is free: claim the next job now, not after the idle pause
 
     def _finish_retrying(self, work: _Work, result: sandbox.RunResult) -> None:
