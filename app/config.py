@@ -21,7 +21,7 @@ class Settings(BaseSettings):
     backend: Literal["local", "boinc"] = "local"
     # PostgreSQL: the longest any one wait for the server may last (connecting, a statement,
     # a commit, a pooled connection) before the call fails as unavailable (503)
-    db_timeout_seconds: float = Field(default=20, gt=0)
+    db_timeout_seconds: float = Field(default=30, gt=0)
 
     bootstrap_token: str | None = None
     register_examples: bool = True

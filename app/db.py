@@ -31,7 +31,7 @@ class _DeadlineConnection(psycopg.Connection[Any]):
     discards it) and the call fails as unavailable, which the routes turn into a 503.
     """
 
-    deadline: float = 20.0
+    deadline: float = 30.0
 
     def wait(self, gen: Any, interval: float | None = None, timeout: float | None = None) -> Any:
         bound = self.deadline if timeout is None else timeout
@@ -118,7 +118,7 @@ def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
 class Database:
     """The write engine and, for SQLite, a separate engine whose transactions only read."""
 
-    def __init__(self, url: str, *, timeout: float = 20.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         """``timeout``: how long any one wait for PostgreSQL may last before the call fails
         as unavailable (SQLite: its busy timeout, from the URL's ``?timeout=``, applies)."""
         self.url = url
