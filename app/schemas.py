@@ -128,6 +128,17 @@ class JobParams(Strict):
     priority: int | None = None
 
 
+class BatchParams(JobParams):
+    """A batch's job parameters, plus what BOINC sets per batch only."""
+
+    app_version_num: int | None = Field(
+        default=None,
+        ge=1,
+        description="BOINC: send the jobs only with this version of the app (overrides the "
+        "app's `boinc.app_version_num`; the local backend has no versions)",
+    )
+
+
 class AppIn(Strict):
     name: AppName
     description: str = Field(default="", max_length=4000)
@@ -249,7 +260,7 @@ class BatchCreate(Strict):
     jobs: list[JobSpec] | None = None
     submit: bool = True
     lease_until: float | None = None
-    params: JobParams | None = None
+    params: BatchParams | None = None
 
 
 class JobsAdd(Strict):
@@ -272,7 +283,7 @@ class BatchSummary(BaseModel):
     counts: dict[str, int]
     njobs: int
     fraction_done: float
-    params: JobParams | None = None
+    params: BatchParams | None = None
 
 
 class JobsAdded(BaseModel):

@@ -19,7 +19,7 @@ from app.errors import (
     MissingInputFiles,
 )
 from app.models import App, Batch, Job, JobInput, StoredFile, User
-from app.schemas import BatchCreate, BatchSummary, JobParams, JobSpec
+from app.schemas import BatchCreate, BatchParams, BatchSummary, JobSpec
 from app.services import apps as apps_svc
 from app.services import files as files_svc
 from app.services import jobs as jobs_svc
@@ -402,5 +402,5 @@ def summary(session: Session, *, batch: Batch) -> BatchSummary:
         counts=counts,
         njobs=total,
         fraction_done=(finished / total) if total else 0.0,
-        params=JobParams.model_validate(batch.params) if batch.params else None,
+        params=BatchParams.model_validate(batch.params) if batch.params else None,
     )

@@ -19,7 +19,6 @@ lie inside `Iwd`.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import re
@@ -27,9 +26,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from clients.gahp.classad import ClassAd, Value
-from clients.gahp.submit import PARAM_FIELDS
-
-log = logging.getLogger(__name__)
+from clients.gahp.submit import PARAM_FIELDS, app_version
 
 BATCH_ATTRIBUTE = "BoincBatch"
 IGNORE_ATTRIBUTE = "BoincIgnoreAttributes"
@@ -334,12 +331,15 @@ def _params(ad: ClassAd) -> dict[str, float]:
             value = float(raw)
         except ValueError:
             raise JobAdError(f"{field} {raw!r} is not a number") from None
+        if field == "app_version_num":
+            version = app_version(value)
+            if version is None:
+                raise JobAdError(f"app_version_num {raw!r} is not a version number")
+            if version:  # 0: any version
+                params[field] = version
+            continue
         if not math.isfinite(value) or value <= 0:
             raise JobAdError(f"{field} must be a positive number")
-        if field == "app_version_num":
-            # The gateway pins app versions per app (admin side), as for BOINC_SUBMIT.
-            log.info("ignoring app_version_num=%s", raw)
-            continue
         params[field] = value
     return params
 

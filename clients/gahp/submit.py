@@ -134,12 +134,15 @@ class Submit:
         for field, raw in zip(PARAM_FIELDS, self.params, strict=False):
             if raw in ("NULL", ""):
                 continue
-            if field == "app_version_num":
-                # The gateway pins app versions per app (admin side); nothing to send.
-                log.info("ignoring app_version_num=%s of batch %s", raw, self.batch)
-                continue
             if not _is_param(raw):
                 raise CommandError(f"{self.context}: bad {field} value {raw!r}")
+            if field == "app_version_num":
+                version = app_version(float(raw))
+                if version is None:
+                    raise CommandError(f"{self.context}: bad app_version_num {raw!r}")
+                if version:
+                    result[field] = version
+                continue
             result[field] = float(raw)
         return result
 
@@ -265,6 +268,14 @@ def _job_head(args: Sequence[str], pos: int) -> tuple[SubmitJob, int]:
     ninputs = parse_count(args[pos], "input count", (len(args) - pos - 1) // 2)
     paths = tuple(args[pos + 1 + 2 * i] for i in range(ninputs))
     return SubmitJob(name=name, args=job_args, inputs=paths), pos + 1 + 2 * ninputs
+
+
+def app_version(value: float) -> int | None:
+    """An app_version_num as BOINC takes it: a whole number, 0 for any version (None: not
+    one). The gridmanager sends the job attribute's string, so "7" and "7.0" both mean 7."""
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 def _is_param(raw: str) -> bool:

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from clients.gahp.commands import QueryBatches, SetLease, fit_groups, parse
-from clients.gahp.context import ParseError
+from clients.gahp.context import CommandError, ParseError
 from clients.gahp.fetch import FetchOutput
 from clients.gahp.protocol import Line, LineParser, escape, format_line
 from clients.gahp.submit import Submit
@@ -95,7 +95,14 @@ def test_submit_with_and_without_params() -> None:
         "rsc_fpops_est": 1e12,
         "rsc_disk_bound": 2e9,
         "delay_bound": 86400.0,
+        "app_version_num": 3,
     }
+    # A whole number, 0 meaning any version; anything else is refused before any request.
+    any_version = Submit.parse([*SUBMIT_ONE, "NULL", "NULL", "NULL", "NULL", "NULL", "0"])
+    assert any_version.rest_params() == {}
+    assert Submit.parse([*SUBMIT_ONE, *["NULL"] * 5, "7.0"]).rest_params() == {"app_version_num": 7}
+    with pytest.raises(CommandError, match=r"bad app_version_num '7\.5'"):
+        Submit.parse([*SUBMIT_ONE, *["NULL"] * 5, "7.5"]).rest_params()
 
 
 @pytest.mark.parametrize(

@@ -128,7 +128,7 @@ def test_strictness_and_the_ignore_list() -> None:
     )
     request = read_job(full)
     assert request.app == "uppercase" and request.proc == "42.7" and request.batch is None
-    assert request.params == {"rsc_fpops_est": 1e12, "rsc_memory_bound": 1e6}
+    assert request.params == {"rsc_fpops_est": 1e12, "rsc_memory_bound": 1e6, "app_version_num": 3}
     many = ad(**{f"Custom{i}": i for i in range(7)})
     with pytest.raises(JobAdError, match="Custom0, Custom1, Custom2, Custom3, Custom4 and 2"):
         read_job(many)

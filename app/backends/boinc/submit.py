@@ -57,6 +57,8 @@ class Plan:
     lease_until: float | None
     params: m.JobParams | None
     priority: int | None
+    # the batch's own app version (0: the app's, from its target)
+    app_version_num: int = 0
     specs: list[m.JobSpec] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)
     invalid: dict[int, str] = field(default_factory=dict)
@@ -124,6 +126,7 @@ def load_plan(ctx: Context, batch_id: int) -> Plan:
         lease_until=batch.lease_until,
         params=_job_params(params),
         priority=int(priority) if priority is not None else None,
+        app_version_num=int(params.get("app_version_num") or 0),
     )
     for job_id, name, args, job_params, env in jobs:
         if env:
@@ -192,7 +195,7 @@ def split(
         specs,
         batch_id=_WIDEST_ID,
         job_params=plan.params,
-        app_version_num=target.app_version_num,
+        app_version_num=plan.app_version_num or target.app_version_num,
         priority=plan.priority,
     )
     parts: list[list[m.JobSpec]] = []
@@ -324,7 +327,7 @@ def _submit_part(
         target.app_name,
         run,
         job_params=plan.params,
-        app_version_num=target.app_version_num,
+        app_version_num=plan.app_version_num or target.app_version_num,
         priority=plan.priority,
     )
 

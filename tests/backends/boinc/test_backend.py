@@ -199,3 +199,18 @@ def test_what_boinc_receives(test_db: TestDatabase, tmp_path: Path) -> None:
         assert w0.params == w1.params == {"rsc_fpops_est": 1e12, "delay_bound": 3600.0}
         assert (w0.app_version_num, w1.app_version_num) == (7, 7)
         assert (w0.input_files, w1.input_files) == ([f"jf_{md5}"], [f"jf_{url_md5}"])
+
+        # A batch's own app_version_num (what HTCondor's +app_version_num sends) wins over
+        # the app's, and is shown back in the batch's params.
+        body = {
+            "name": "v9",
+            "app": "upper7",
+            "jobs": [{"name": "v9-0", "inputs": [{"name": "in", "md5": md5}]}],
+            "params": {"app_version_num": 9},
+        }
+        r = gw.client.post("/v1/batches", json=body, headers=gw.headers)
+        assert r.status_code == 201 and r.json()["params"]["app_version_num"] == 9, r.text
+        assert gw.fake.job(gw.wu("v9-0")).app_version_num == 9
+        body = {**body, "name": "v0", "params": {"app_version_num": 0}}
+        r = gw.client.post("/v1/batches", json=body, headers=gw.headers)
+        assert r.status_code == 422, r.text  # 0 is "any": leave it out instead

@@ -5,6 +5,7 @@ from .app_in import AppIn
 from .app_out import AppOut
 from .app_output import AppOutput
 from .batch_create import BatchCreate
+from .batch_params import BatchParams
 from .batch_query import BatchQuery
 from .batch_query_group import BatchQueryGroup
 from .batch_query_result import BatchQueryResult
@@ -56,6 +57,7 @@ __all__ = (
     "AppOut",
     "AppOutput",
     "BatchCreate",
+    "BatchParams",
     "BatchQuery",
     "BatchQueryGroup",
     "BatchQueryResult",

@@ -12,7 +12,7 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
-  from ..models.job_params import JobParams
+  from ..models.batch_params import BatchParams
   from ..models.job_spec import JobSpec
 
 
@@ -32,7 +32,7 @@ class BatchCreate:
             jobs (list[JobSpec] | None | Unset):
             submit (bool | Unset):  Default: True.
             lease_until (float | None | Unset):
-            params (JobParams | None | Unset):
+            params (BatchParams | None | Unset):
      """
 
     name: str
@@ -40,14 +40,14 @@ class BatchCreate:
     jobs: list[JobSpec] | None | Unset = UNSET
     submit: bool | Unset = True
     lease_until: float | None | Unset = UNSET
-    params: JobParams | None | Unset = UNSET
+    params: BatchParams | None | Unset = UNSET
 
 
 
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.job_params import JobParams # noqa: PLC0415
+        from ..models.batch_params import BatchParams # noqa: PLC0415
         from ..models.job_spec import JobSpec # noqa: PLC0415
         name = self.name
 
@@ -77,7 +77,7 @@ class BatchCreate:
         params: dict[str, Any] | None | Unset
         if isinstance(self.params, Unset):
             params = UNSET
-        elif isinstance(self.params, JobParams):
+        elif isinstance(self.params, BatchParams):
             params = self.params.to_dict()
         else:
             params = self.params
@@ -104,7 +104,7 @@ class BatchCreate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.job_params import JobParams # noqa: PLC0415
+        from ..models.batch_params import BatchParams # noqa: PLC0415
         from ..models.job_spec import JobSpec # noqa: PLC0415
         d = dict(src_dict)
         name = d.pop("name")
@@ -148,7 +148,7 @@ class BatchCreate:
         lease_until = _parse_lease_until(d.pop("lease_until", UNSET))
 
 
-        def _parse_params(data: object) -> JobParams | None | Unset:
+        def _parse_params(data: object) -> BatchParams | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -156,14 +156,14 @@ class BatchCreate:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                params_type_0 = JobParams.from_dict(data)
+                params_type_0 = BatchParams.from_dict(data)
 
 
 
                 return params_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(JobParams | None | Unset, data)
+            return cast(BatchParams | None | Unset, data)
 
         params = _parse_params(d.pop("params", UNSET))
 

@@ -13,8 +13,8 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
+  from ..models.batch_params import BatchParams
   from ..models.batch_summary_counts import BatchSummaryCounts
-  from ..models.job_params import JobParams
 
 
 
@@ -39,7 +39,7 @@ class BatchSummary:
             njobs (int):
             fraction_done (float):
             retired_at (float | None | Unset):
-            params (JobParams | None | Unset):
+            params (BatchParams | None | Unset):
      """
 
     name: str
@@ -53,7 +53,7 @@ class BatchSummary:
     njobs: int
     fraction_done: float
     retired_at: float | None | Unset = UNSET
-    params: JobParams | None | Unset = UNSET
+    params: BatchParams | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -61,8 +61,8 @@ class BatchSummary:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.batch_params import BatchParams # noqa: PLC0415
         from ..models.batch_summary_counts import BatchSummaryCounts # noqa: PLC0415
-        from ..models.job_params import JobParams # noqa: PLC0415
         name = self.name
 
         app = self.app
@@ -95,7 +95,7 @@ class BatchSummary:
         params: dict[str, Any] | None | Unset
         if isinstance(self.params, Unset):
             params = UNSET
-        elif isinstance(self.params, JobParams):
+        elif isinstance(self.params, BatchParams):
             params = self.params.to_dict()
         else:
             params = self.params
@@ -126,8 +126,8 @@ class BatchSummary:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.batch_params import BatchParams # noqa: PLC0415
         from ..models.batch_summary_counts import BatchSummaryCounts # noqa: PLC0415
-        from ..models.job_params import JobParams # noqa: PLC0415
         d = dict(src_dict)
         name = d.pop("name")
 
@@ -183,7 +183,7 @@ class BatchSummary:
         retired_at = _parse_retired_at(d.pop("retired_at", UNSET))
 
 
-        def _parse_params(data: object) -> JobParams | None | Unset:
+        def _parse_params(data: object) -> BatchParams | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -191,14 +191,14 @@ class BatchSummary:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                params_type_0 = JobParams.from_dict(data)
+                params_type_0 = BatchParams.from_dict(data)
 
 
 
                 return params_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(JobParams | None | Unset, data)
+            return cast(BatchParams | None | Unset, data)
 
         params = _parse_params(d.pop("params", UNSET))
 
