@@ -34,16 +34,24 @@ class _DeadlineConnection(psycopg.Connection[Any]):
     deadline: float = 30.0
 
     def wait(self, gen: Any, interval: float | None = None, timeout: float | None = None) -> Any:
-        bound = self.deadline if timeout is None else timeout
+        if timeout is not None:
+            # psycopg's own bounded waits (notifies, cancellation) expect its timeout error.
+            if interval is None:
+                return super().wait(gen, timeout=timeout)
+            return super().wait(gen, interval, timeout)
         try:
             if interval is None:
-                return super().wait(gen, timeout=bound)
-            return super().wait(gen, interval, bound)
+                return super().wait(gen, timeout=self.deadline)
+            return super().wait(gen, interval, self.deadline)
         except psycopg.errors._WaitTimeout as exc:  # psycopg's own deadline error
             self.close()
             raise psycopg.OperationalError(
                 f"the database did not answer within {self.deadline:g} s"
             ) from exc
+
+
+# PostgreSQL channel on which dispatchers hear that there is work (see Database.notify).
+DISPATCH_CHANNEL = "bgw_dispatch"
 
 
 def driver_url(url: str) -> str:
@@ -122,6 +130,7 @@ class Database:
         """``timeout``: how long any one wait for PostgreSQL may last before the call fails
         as unavailable (SQLite: its busy timeout, from the URL's ``?timeout=``, applies)."""
         self.url = url
+        self.timeout = timeout
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             self.engine = _sqlite_engine(url, immediate=True)
@@ -151,6 +160,31 @@ class Database:
                 # Detach before ending the transaction so returned rows stay readable.
                 session.expunge_all()
                 session.rollback()
+
+    def notify(self) -> None:
+        """Tell every dispatcher on this PostgreSQL database to look for work now, instead
+        of after its idle pause (SQLite: nothing; its dispatchers share the process)."""
+        if self.is_sqlite:
+            return
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql(f"NOTIFY {DISPATCH_CHANNEL}")
+            conn.commit()
+
+    def listener(self) -> psycopg.Connection[Any] | None:
+        """A connection of its own (autocommit, same deadline) that LISTENs on the
+        dispatch channel; None for SQLite or a driver other than psycopg."""
+        if self.is_sqlite:
+            return None
+        parsed = make_url(driver_url(self.url))
+        if parsed.get_driver_name() != "psycopg":
+            return None
+        conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        conn = _DeadlineConnection.connect(
+            conninfo, autocommit=True, connect_timeout=max(2, math.ceil(self.timeout))
+        )
+        conn.deadline = self.timeout
+        conn.execute(f"LISTEN {DISPATCH_CHANNEL}")
+        return conn
 
     def dispose(self) -> None:
         """Close every pooled connection."""

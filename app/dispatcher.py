@@ -56,12 +56,42 @@ class Dispatcher:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listener: threading.Thread | None = None
         self._due: dict[str, float] = {}
 
     def start(self) -> None:
-        """Start the loop thread."""
+        """Start the loop thread (and, on PostgreSQL, the thread that hears of new work)."""
         self._thread = threading.Thread(target=self._loop, name="dispatcher", daemon=True)
         self._thread.start()
+        if not self.db.is_sqlite:
+            self._listener = threading.Thread(target=self._listen, name="listen", daemon=True)
+            self._listener.start()
+
+    def _listen(self) -> None:
+        """Wake the loop on each NOTIFY of new work from any process (Database.notify). Only
+        a shortcut: the idle pause still bounds how late work is seen, so a lost connection
+        costs nothing but speed; it is reopened with a growing delay."""
+        delay = 1.0
+        while not self._stop.is_set():
+            try:
+                conn = self.db.listener()
+                if conn is None:
+                    return
+                with conn:
+                    delay = 1.0
+                    self.wake()  # whatever was announced while nobody listened
+                    checked = time.monotonic()
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=1.0):
+                            self.wake()
+                        if time.monotonic() - checked > 60:
+                            conn.execute("SELECT 1")  # a dead link fails here, in bounds
+                            checked = time.monotonic()
+            except Exception as exc:
+                log.warning("dispatcher.listen_failed", error=str(exc)[:200], retry_in=delay)
+                if self._stop.wait(delay):
+                    return
+                delay = min(delay * 2, 60.0)
 
     def wake(self) -> None:
         """Poll now instead of after the idle pause."""
@@ -73,6 +103,8 @@ class Dispatcher:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=60)
+        if self._listener is not None:
+            self._listener.join(timeout=10)
 
     def _every(self, key: str, interval: float, fn: Callable[[], object]) -> None:
         t = time.monotonic()

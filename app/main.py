@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -66,14 +67,25 @@ class WakeDispatcher:
             await self.app(scope, receive, send)
             return
 
+        changed = False
+
         async def send_wrapper(message: Message) -> None:
+            nonlocal changed
             if message["type"] == "http.response.start" and message["status"] < 400:
+                changed = True
                 dispatcher = getattr(scope["app"].state, "dispatcher", None)
                 if dispatcher is not None:
                     dispatcher.wake()
             await send(message)
 
         await self.app(scope, receive, send_wrapper)
+        db: Database | None = getattr(scope["app"].state, "db", None)
+        if changed and db is not None and not db.is_sqlite:
+            # Dispatchers of other processes (workers) hear of it too; the response is out.
+            try:
+                await anyio.to_thread.run_sync(db.notify)
+            except Exception as exc:
+                log.warning("dispatch.notify_failed", error=str(exc)[:200])
 
 
 def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True) -> FastAPI:

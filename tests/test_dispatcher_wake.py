@@ -11,7 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.backends import sandbox
+from app.db import Database
+from app.dispatcher import Dispatcher
 from app.main import create_app
+from app.services.store import FileStore
 from tests.backends.boinc.backend_harness import fresh_database
 from tests.conftest import ADMIN_TOKEN, TestDatabase, auth, make_settings
 
@@ -107,3 +110,33 @@ def test_an_abort_before_the_process_starts_kills_it_as_it_starts(
                 assert time.monotonic() < deadline, "the aborted job ran after all"
                 time.sleep(0.05)
             assert c.get("/v1/jobs/early", headers=h).json()["state"] == "aborted"
+
+
+def test_a_worker_process_hears_of_new_work_through_postgresql(
+    test_db: TestDatabase, tmp_path: Path
+) -> None:
+    """A dispatcher the API process does not own (a separate `worker`) is woken by the
+    NOTIFY the API sends after a submission, not by its idle pause."""
+    if test_db.engine != "postgres":
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's; SQLite dispatchers share the API process")
+    with fresh_database(test_db, tmp_path) as url:
+        settings = make_settings(url, tmp_path / "data", dispatcher_idle_seconds=PAUSE)
+        with TestClient(create_app(settings, run_dispatcher=False)) as c:
+            worker_db = Database(url, timeout=5)
+            worker = Dispatcher(worker_db, FileStore(settings.store_dir), settings)
+            worker.start()
+            try:
+                time.sleep(1.0)  # the worker listens and is in its pause
+                h = auth(ADMIN_TOKEN)
+                job = {"name": "far", "inputs": [{"name": "in", "content": "far away\n"}]}
+                r = c.post(
+                    "/v1/batches",
+                    json={"name": "far", "app": "uppercase", "jobs": [job]},
+                    headers=h,
+                )
+                assert r.status_code == 201, r.text
+                _wait(c, "/v1/batches/far", "state", "complete")
+                assert c.get("/v1/jobs/far/outputs/out", headers=h).text == "FAR AWAY\n"
+            finally:
+                worker.stop()
+                worker_db.dispose()
