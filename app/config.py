@@ -52,6 +52,9 @@ class Settings(BaseSettings):
 
     # BOINC backend
     boinc_url: str | None = None
+    # PEM file of the CAs to trust for the project's https (say, its self-signed certificate);
+    # unset: the system's CAs
+    boinc_ca_file: Path | None = None
     boinc_authenticator: str | None = None
     boinc_timeout_seconds: float = 60
     boinc_poll_seconds: float = 30

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import traceback
 import urllib.parse
@@ -105,10 +106,12 @@ class FakeBoincServer:
         quirks: Quirks | None = None,
         clock: Callable[[], float] | None = None,
         project_path: str = "/test/",
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.state = BoincState(clock)
         self.quirks = quirks or Quirks()
         self.project_path = project_path
+        self.tls = tls  # serve https with this server context
         self.rpc_log: list[tuple[str, str]] = []
         self.internal_errors: list[str] = []  # tracebacks of bugs in the fake itself
         self.project_down = False
@@ -140,6 +143,8 @@ class FakeBoincServer:
         """Listen on 127.0.0.1 (an ephemeral port the first time) and serve in a thread."""
         self._httpd = _HttpServer(("127.0.0.1", self._port), self)
         self._port = self._httpd.server_address[1]
+        if self.tls is not None:
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -173,7 +178,8 @@ class FakeBoincServer:
     @property
     def url(self) -> str:
         """The project URL, with its trailing slash."""
-        return f"http://127.0.0.1:{self._port}{self.project_path}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._port}{self.project_path}"
 
     def set_down(self, mode: str | None) -> None:
         """ "refused": nothing listens on the port; "503": every request gets 503; None: up."""

@@ -21,7 +21,7 @@ import structlog
 
 from app.backends.base import Backend
 from app.backends.boinc import poll, propagate, records, submit
-from app.backends.boinc.context import ClientPool, Context, MappingError, describe
+from app.backends.boinc.context import ClientPool, Context, MappingError, client_for, describe
 from app.backends.boinc.errors import (
     BoincBatchStateError,
     BoincError,
@@ -321,7 +321,7 @@ class BoincBackend(Backend):
                 return cached[1]
             if self._pinger is None:
                 timeout = min(5.0, self.settings.boinc_timeout_seconds)
-                self._pinger = BoincClient(self.settings.boinc_url, "", timeout=timeout)
+                self._pinger = client_for(self.settings, "", timeout=timeout)
             try:
                 self._pinger.ping()
                 status = "ok"

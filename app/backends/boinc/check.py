@@ -16,7 +16,13 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from app.backends.boinc import models as m
-from app.backends.boinc.context import MappingError, boinc_app, check_templates, describe
+from app.backends.boinc.context import (
+    MappingError,
+    boinc_app,
+    check_templates,
+    client_for,
+    describe,
+)
 from app.backends.boinc.errors import BoincError
 from app.backends.boinc.rpc import BoincClient
 from app.config import Settings
@@ -95,7 +101,7 @@ def check_new_app(settings: Settings, app: App) -> bool:
         return False
     name, _ = boinc_app(app)
     timeout = min(30.0, settings.boinc_timeout_seconds)
-    with BoincClient(settings.boinc_url, settings.boinc_authenticator, timeout=timeout) as c:
+    with client_for(settings, settings.boinc_authenticator, timeout=timeout) as c:
         try:
             templates = c.get_templates(name)
         except BoincError as exc:
@@ -133,7 +139,7 @@ def run(settings: Settings, db: Database) -> Report:
         accounts.append((label, settings.boinc_authenticator, None))
     accounts += [(f"user {name}'s own account", auth, name) for name, auth in own if auth]
     timeout = settings.boinc_timeout_seconds
-    with BoincClient(settings.boinc_url, "", timeout=timeout) as pinger:
+    with client_for(settings, "", timeout=timeout) as pinger:
         try:
             pinger.ping()
             report.good(f"{pinger.project_url} answers")
@@ -143,7 +149,7 @@ def run(settings: Settings, db: Database) -> Report:
     if not accounts:
         report.bad("no BOINC account: set BGW_BOINC_AUTHENTICATOR or users' boinc_authenticator")
     for label, auth, user in accounts:
-        with BoincClient(settings.boinc_url, auth, timeout=timeout) as client:
+        with client_for(settings, auth, timeout=timeout) as client:
             try:
                 client.query_batches()
                 report.good(f"{label}: known, with remote submission rights")

@@ -8,6 +8,7 @@ are secrets: they key the client pool in memory and are never logged.
 from __future__ import annotations
 
 import re
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -70,6 +71,23 @@ def check_templates(app: App, templates: m.Templates) -> Target:
     return Target(name, version, tuple(outputs))
 
 
+def client_for(
+    settings: Settings, authenticator: str, *, timeout: float | None = None
+) -> BoincClient:
+    """A client for the configured project acting as ``authenticator`` (TLS checked against
+    ``BGW_BOINC_CA_FILE`` when set, else the system's CAs)."""
+    verify: ssl.SSLContext | bool = True
+    if settings.boinc_ca_file is not None:
+        verify = ssl.create_default_context(cafile=str(settings.boinc_ca_file))
+    return BoincClient(
+        settings.boinc_url or "",
+        authenticator,
+        timeout=settings.boinc_timeout_seconds if timeout is None else timeout,
+        max_upload_bytes=settings.boinc_upload_max_bytes,
+        verify=verify,
+    )
+
+
 class ClientPool:
     """One client per authenticator, created on first use."""
 
@@ -83,12 +101,7 @@ class ClientPool:
         with self._lock:
             client = self._clients.get(authenticator)
             if client is None:
-                client = BoincClient(
-                    self.settings.boinc_url or "",
-                    authenticator,
-                    timeout=self.settings.boinc_timeout_seconds,
-                    max_upload_bytes=self.settings.boinc_upload_max_bytes,
-                )
+                client = client_for(self.settings, authenticator)
                 self._clients[authenticator] = client
             return client
 

@@ -7,6 +7,7 @@ a submission needed.
 from __future__ import annotations
 
 import collections
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ class BoincTransport:
         max_upload_files: int = 20,
         max_upload_bytes: int = 8 * 1024 * 1024,
         verify_upload_md5: bool = True,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         url = project_url.strip()
         # The reference clients concatenate "url + endpoint", so the base must end in "/".
@@ -70,6 +72,7 @@ class BoincTransport:
         self._http = httpx.Client(
             timeout=timeout,
             transport=transport,
+            verify=verify,
             follow_redirects=False,
             headers={"User-Agent": USER_AGENT},
         )
