@@ -3,8 +3,9 @@
 # its SQLite database and file store in the /data volume.
 #
 #   docker build -t boinc-gateway .
-#   docker run -p 8000:8000 -e BGW_BOOTSTRAP_TOKEN=... -v bgw-data:/data boinc-gateway
+#   docker run --init -p 8000:8000 -e BGW_BOOTSTRAP_TOKEN=... -v bgw-data:/data boinc-gateway
 #   docker run ... boinc-gateway worker          # only the dispatcher
+# (--init: an init as PID 1 reaps what killed jobs leave behind; compose sets `init: true`.)
 #   docker run ... boinc-gateway users create NAME
 
 # ---- build: install the project into a virtual environment ---------------------------------
