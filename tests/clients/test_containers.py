@@ -87,6 +87,8 @@ def test_compose_services(compose: dict[str, Any]) -> None:
         assert env["BGW_DATABASE_URL"].startswith("postgresql+psycopg://")
         assert env["BGW_DATA_DIR"] == "/data" and "gateway-data:/data" in svc["volumes"]
         assert env["BGW_BOOTSTRAP_TOKEN"].startswith("${BGW_BOOTSTRAP_TOKEN")
+        # The processes that run jobs need an init as PID 1 to reap what killed jobs leave.
+        assert svc["init"] is True
         for key in ("BGW_BACKEND", "BGW_BOINC_URL", "BGW_BOINC_AUTHENTICATOR"):
             assert key in env
     assert "BGW_BACKEND: boinc" in COMPOSE.read_text()  # the BOINC section
