@@ -69,6 +69,24 @@ def _probe_submission(client: BoincClient, app: App, name: str, report: Report) 
             report.bad(f"app {app.name}: submission to {name} refused: {text}")
 
 
+def _probe_sizes(client: BoincClient, settings: Settings, report: Report) -> None:
+    """The largest requests the gateway will send must get past the project's PHP
+    post_max_size, which silently drops larger ones ("can't parse request")."""
+    limits = {
+        "BGW_BOINC_SUBMIT_MAX_BYTES": settings.boinc_submit_max_bytes,
+        "BGW_BOINC_UPLOAD_MAX_BYTES": settings.boinc_upload_max_bytes,
+    }
+    for label, nbytes in limits.items():
+        try:
+            client.probe_request_size(nbytes)
+            report.good(f"requests of {nbytes} bytes ({label}) get through")
+        except BoincError as exc:
+            report.bad(
+                f"requests of {nbytes} bytes ({label}) are dropped ({describe(exc)}): the "
+                f"project's PHP post_max_size is smaller; raise it, or lower {label} to it"
+            )
+
+
 def _check_app(client: BoincClient, app: App, report: Report) -> None:
     name, _ = boinc_app(app)
     try:
@@ -146,6 +164,7 @@ def run(settings: Settings, db: Database) -> Report:
         except BoincError as exc:
             report.bad(f"{pinger.project_url}: {describe(exc)}")
             return report
+        _probe_sizes(pinger, settings, report)
     if not accounts:
         report.bad("no BOINC account: set BGW_BOINC_AUTHENTICATOR or users' boinc_authenticator")
     for label, auth, user in accounts:

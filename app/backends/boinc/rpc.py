@@ -40,6 +40,18 @@ class BoincClient(FileOps, OutputOps):
         """Check that the project answers RPCs (raises when down)."""
         self._rpc("ping", new_request("ping"))
 
+    def probe_request_size(self, nbytes: int) -> None:
+        """Send a ``ping`` whose HTTP body is exactly ``nbytes`` long (padded with a child
+        element, which ping ignores). Raises when the project drops it: PHP discards a body
+        over ``post_max_size`` whole, as it would a submit_batch or an upload that large."""
+        root = new_request("ping")
+        pad = add(root, "pad", "x")  # not empty: an empty element serialises shorter
+        fill = nbytes - form_size(serialize(root)) + 1
+        if fill < 1:
+            raise ValueError(f"a ping is larger than {nbytes} bytes")
+        pad.text = "x" * fill
+        self._rpc("ping", root)
+
     def create_batch(self, app_name: str, batch_name: str = "", expire_time: float = 0.0) -> int:
         """Create an empty batch in state INIT and return its id."""
         root = self._request("create_batch")

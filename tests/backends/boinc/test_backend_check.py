@@ -28,6 +28,13 @@ def test_check_reports_accounts_apps_and_the_template_bug(
             assert not report.ok
             text = "\n".join(report.lines)
             assert f"ok    {gw.fake.url} answers" in text
+            # The fake has PHP's default post_max_size (8 MiB): the 64 MiB upload budget
+            # would be dropped, the 8 MiB submit limit gets through.
+            assert "ok    requests of 8388608 bytes (BGW_BOINC_SUBMIT_MAX_BYTES) get thr" in text
+            assert (
+                "FAIL  requests of 67108864 bytes (BGW_BOINC_UPLOAD_MAX_BYTES) are dropped "
+                "(can't parse request message"
+            ) in text
             assert "ok    the project-wide account (BGW_BOINC_AUTHENTICATOR): known" in text
             assert "ok    app uppercase: BOINC app uppercase templates match" in text
             assert "ok    app uppercase: BOINC accepts submissions to uppercase" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.backends.boinc import models as m
@@ -27,7 +28,7 @@ from app.backends.boinc.errors import (
 from app.backends.boinc.rpc import BoincClient
 from tests.backends.boinc.conftest import make_client, write_inputs
 from tests.backends.boinc.test_rpc import UPPER, submit_simple
-from tests.fakes.boinc_server import BOB_AUTH, FakeBoincServer, Quirks
+from tests.fakes.boinc_server import ALICE_AUTH, BOB_AUTH, FakeBoincServer, Quirks
 
 
 def raises(cls: type[BoincError], message: str, call: object) -> BoincError:
@@ -226,3 +227,24 @@ def test_wrong_project_url(any_fake: FakeBoincServer) -> None:
     with BoincClient(any_fake.url.replace("/test/", "/other"), "x", timeout=5) as c:
         assert c.project_url.endswith("/other/")
         raises(BoincRequestError, "HTTP 404", c.ping)
+
+
+def test_probe_request_size_is_exact(any_fake: FakeBoincServer) -> None:
+    """`boinc check` sends pings padded to the gateway's largest requests: exactly that many
+    bytes, so one at post_max_size passes and one byte more is dropped, as PHP does."""
+    any_fake.post_max_size = 50_000
+    with make_client(any_fake) as c:
+        c.probe_request_size(50_000)
+        raises(
+            BoincRequestError, "can't parse request message", lambda: c.probe_request_size(50_001)
+        )
+    sizes: list[int] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sizes.append(len(request.read()))
+        return httpx.Response(200, text="<ping><success>1</success></ping>")
+
+    with BoincClient("http://127.0.0.1:9/", ALICE_AUTH, transport=httpx.MockTransport(record)) as c:
+        for n in (300, 123_457):
+            c.probe_request_size(n)
+    assert sizes == [300, 123_457]
