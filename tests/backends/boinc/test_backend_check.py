@@ -17,7 +17,8 @@ from tests.fakes.boinc_server import ALICE_AUTH, BOB_AUTH, FakeBoincServer
 def test_check_reports_accounts_apps_and_the_template_bug(
     test_db: TestDatabase, tmp_path: Path
 ) -> None:
-    with gateway(test_db, tmp_path, dispatcher=False) as gw:
+    # An upload budget over the fake's post_max_size (PHP's default, 8 MiB).
+    with gateway(test_db, tmp_path, dispatcher=False, boinc_upload_max_bytes=9 << 20) as gw:
         register_drifted_app(gw)
         for name, key in (("bob", BOB_AUTH), ("carol", "not-a-key")):
             body = {"name": name, "boinc_authenticator": key}
@@ -28,11 +29,10 @@ def test_check_reports_accounts_apps_and_the_template_bug(
             assert not report.ok
             text = "\n".join(report.lines)
             assert f"ok    {gw.fake.url} answers" in text
-            # The fake has PHP's default post_max_size (8 MiB): the 64 MiB upload budget
-            # would be dropped, the 8 MiB submit limit gets through.
+            # The 8 MiB submit limit gets through, the 9 MiB upload budget would be dropped.
             assert "ok    requests of 8388608 bytes (BGW_BOINC_SUBMIT_MAX_BYTES) get thr" in text
             assert (
-                "FAIL  requests of 67108864 bytes (BGW_BOINC_UPLOAD_MAX_BYTES) are dropped "
+                "FAIL  requests of 9437184 bytes (BGW_BOINC_UPLOAD_MAX_BYTES) are dropped "
                 "(can't parse request message"
             ) in text
             assert "ok    the project-wide account (BGW_BOINC_AUTHENTICATOR): known" in text
