@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from app.backends.boinc import models as m
-from app.backends.boinc.errors import BoincError, BoincFileError, BoincProtocolError
+from app.backends.boinc.errors import (
+    BoincError,
+    BoincFileError,
+    BoincProtocolError,
+    BoincRequestError,
+)
 from app.backends.boinc.transport import JOB_FILE, BoincTransport
 from app.backends.boinc.xml import add
 
@@ -161,7 +166,7 @@ class FileOps(BoincTransport):
         """Upload (md5, path) files as `jf_<md5>`, in requests within the PHP limits."""
         for chunk in self._plan_uploads(files):
             try:
-                self._upload_once(chunk, batch_id, delete_time)
+                self._upload_fitting(chunk, batch_id, delete_time)
             except (BoincProtocolError, BoincFileError) as exc:
                 if not _is_duplicate(exc, "jf_"):
                     raise
@@ -170,7 +175,28 @@ class FileOps(BoincTransport):
                 absent = set(self.query_files([c[0] for c in chunk], batch_id, delete_time))
                 rest = [c for c in chunk if c[0] in absent]
                 if rest:
-                    self._upload_once(rest, batch_id, delete_time)
+                    self._upload_fitting(rest, batch_id, delete_time)
+
+    def _upload_fitting(
+        self, chunk: Sequence[tuple[str, Path, int]], batch_id: int, delete_time: int
+    ) -> None:
+        """Upload a chunk; when PHP dropped the request whole (larger than the project's
+        post_max_size, smaller than max_upload_bytes assumed), send it in halves."""
+        try:
+            self._upload_once(chunk, batch_id, delete_time)
+        except BoincRequestError as exc:
+            if "can't parse request" not in exc.message:
+                raise
+            if len(chunk) == 1:
+                _, path, cost = chunk[0]
+                raise BoincFileError(
+                    f"{path} ({cost - PART_OVERHEAD} bytes): the project dropped the upload "
+                    "request, which is larger than its PHP post_max_size; raise post_max_size "
+                    "and upload_max_filesize there, or use a remote input"
+                ) from exc
+            half = len(chunk) // 2
+            self._upload_fitting(chunk[:half], batch_id, delete_time)
+            self._upload_fitting(chunk[half:], batch_id, delete_time)
 
     def stage_files(
         self,

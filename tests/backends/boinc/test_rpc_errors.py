@@ -161,8 +161,16 @@ def test_php_upload_limits(any_fake: FakeBoincServer, tmp_path: Path) -> None:
     any_fake.post_max_size = 2500
     any_fake.upload_max_filesize = 10_000
     with make_client(any_fake) as c:
-        # PHP drops the whole POST: the reply says the request could not be parsed.
-        raises(BoincRequestError, "can't parse request message", lambda: c.upload_files(big))
+        # PHP drops the whole POST ("can't parse request"): one file that alone is too big
+        # says so; several files are sent in halves until each request fits.
+        raises(BoincFileError, "larger than its PHP post_max_size", lambda: c.upload_files(big))
+        assert c.rpc_counts == {"upload_files": 1}
+    any_fake.post_max_size = 4000
+    small = write_inputs(tmp_path, [bytes([65 + k]) * 1000 for k in range(6)])
+    with make_client(any_fake) as c:
+        c.upload_files(small)  # one planned request of 6 files, then halves, then quarters
+        assert c.rpc_counts["upload_files"] > 2
+        assert set(c.query_files([md5 for md5, _ in small])) == set()  # every file is there
 
 
 def test_project_and_database_down(any_fake: FakeBoincServer, tmp_path: Path) -> None:
