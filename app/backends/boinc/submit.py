@@ -27,6 +27,7 @@ from app.backends.boinc.errors import (
     BoincError,
     BoincNotFoundError,
     BoincPermanentError,
+    BoincRequestError,
 )
 from app.backends.boinc.names import Namer
 from app.backends.boinc.rpc import BoincClient
@@ -277,18 +278,33 @@ def send(
         if found.submitted:
             return Sent(found.submitted[0], recovered=True, parts=len(found.submitted))
         return None
-    runs = split(client, plan, target, remaining, max_bytes)
+    pending = split(client, plan, target, remaining, max_bytes)
     ids = list(found.submitted)
+    reuse = found.init_id  # an INIT batch to fill before creating another
     started = time.monotonic()
-    for run in runs:
+    while pending:
+        run = pending.pop(0)
         part = len(ids)
-        boinc_id = found.init_id if part == len(found.submitted) else 0
+        boinc_id, reuse = reuse, 0
         try:
             if not boinc_id:
                 boinc_id = client.create_batch(target.app_name, plan.part_name(part), expire)
                 renew()
             _submit_part(client, plan, target, boinc_id, run, keep_until, renew)
         except BoincPermanentError as exc:
+            if _dropped(exc) and len(run) > 1:
+                # The project's post_max_size is below BGW_BOINC_SUBMIT_MAX_BYTES: PHP
+                # dropped the request whole and the batch is still an empty INIT one.
+                log.warning(
+                    "boinc.part_dropped",
+                    batch_id=plan.batch_id,
+                    jobs=len(run),
+                    hint="lower BGW_BOINC_SUBMIT_MAX_BYTES to the project's post_max_size",
+                )
+                half = len(run) // 2
+                pending[:0] = [run[:half], run[half:]]
+                reuse = boinc_id
+                continue
             if not isinstance(exc, BoincBatchStateError):
                 _withdraw(client, boinc_id, ids)
             raise
@@ -304,6 +320,11 @@ def send(
         seconds=round(time.monotonic() - started, 3),
     )
     return Sent(ids[0], recovered=bool(found.submitted), parts=len(ids))
+
+
+def _dropped(exc: BoincPermanentError) -> bool:
+    """PHP discarded the request body (over post_max_size): nothing of it was read."""
+    return isinstance(exc, BoincRequestError) and "can't parse request" in exc.message
 
 
 def _submit_part(

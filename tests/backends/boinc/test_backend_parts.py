@@ -161,17 +161,44 @@ def test_a_large_batch_goes_as_parts_and_runs_whole(test_db: TestDatabase, tmp_p
         assert gw.job(names[0])["state"] == "done" and gw.job(names[1])["state"] == "aborted"
 
 
-def test_over_the_projects_limit_is_a_readable_refusal(
+def test_a_limit_above_the_projects_is_learned_by_halving(
     test_db: TestDatabase, tmp_path: Path
 ) -> None:
-    """A gateway told the limit is larger than the project's: PHP drops the body and the
-    jobs fail with BOINC's words, nothing is left INIT on the project."""
+    """BGW_BOINC_SUBMIT_MAX_BYTES larger than the project's post_max_size: PHP drops the
+    request whole (the batch stays an empty INIT one), so the part is sent again in halves,
+    reusing that batch, until each request fits. Every job once, nothing left INIT."""
     with gateway(test_db, tmp_path, boinc_submit_max_bytes=1 << 20) as gw:
         gw.fake.post_max_size = LIMIT
-        names = _submit(gw, "toobig", NJOBS)
-        job = gw.wait_job(names[0], "error")
+        names = _submit(gw, "halved", NJOBS)
+        wus = gw.wait_sent(names)
+        wait(lambda: gw.batch("halved")["counts"]["queued"] == NJOBS or None, "all sent")
+        batches = _boinc_batches(gw)
+        assert len(batches) >= 3 and all(b[2] == 1 for b in batches), batches  # IN_PROGRESS
+        assert sum(b[3] for b in batches) == NJOBS == len(set(wus))
+        ops = gw.ops()
+        assert ops.count("create_batch") == len(batches)  # a dropped part's batch is reused
+        assert ops.count("submit_batch") == len(batches)
+        assert ops.count("") >= 1  # the dropped attempts: PHP read nothing of them
+
+
+def test_a_job_too_large_for_the_project_is_a_readable_refusal(
+    test_db: TestDatabase, tmp_path: Path
+) -> None:
+    """A post_max_size no single job fits in: the job fails with BOINC's words and the
+    INIT batch is retired."""
+    with gateway(test_db, tmp_path) as gw:
+        md5 = gw.upload(b"toobig\n")
+        gw.fake.post_max_size = 1200  # the other RPCs fit, a job with this argument does not
+        jobs = [
+            {"name": f"toobig-{k}", "args": ["x" * 1500], "inputs": [{"name": "in", "md5": md5}]}
+            for k in range(2)
+        ]
+        body = {"name": "toobig", "app": "uppercase", "jobs": jobs}
+        assert gw.client.post("/v1/batches", json=body, headers=gw.headers).status_code == 201
+        job = gw.wait_job("toobig-0", "error")
         assert "BOINC refused the batch" in job["error"], job["error"]
         assert "can't parse request" in job["error"], job["error"]
+        assert gw.job("toobig-1")["state"] == "error"
         wait(lambda: all(b[2] == 4 for b in _boinc_batches(gw)), "the INIT batch retired")
 
 
