@@ -59,7 +59,7 @@ def worker() -> None:
 
     _setup()
     s = get_settings()
-    db = Database(s.resolved_database_url, timeout=s.db_timeout_seconds)
+    db = Database.for_settings(s)
     prepare(db, s)
     dispatcher = Dispatcher(db, FileStore(s.store_dir), s)
     done = threading.Event()
@@ -94,7 +94,7 @@ def gc() -> None:
     _setup()
     s = get_settings()
     upgrade(s.resolved_database_url)
-    db = Database(s.resolved_database_url, timeout=s.db_timeout_seconds)
+    db = Database.for_settings(s)
     n = gc_svc.collect(db, FileStore(s.store_dir))
     db.dispose()
     typer.echo(f"deleted {n} file(s)", err=True)
@@ -118,7 +118,7 @@ def users_create(
 
     _setup()
     s = get_settings()
-    db = Database(s.resolved_database_url, timeout=s.db_timeout_seconds)
+    db = Database.for_settings(s)
     prepare(db, s)
     try:
         data = UserCreate(
@@ -161,7 +161,7 @@ def apps_create(
 
     _setup()
     s = get_settings()
-    db = Database(s.resolved_database_url, timeout=s.db_timeout_seconds)
+    db = Database.for_settings(s)
     prepare(db, s)
     try:
         data = AppIn.model_validate_json(file.read_text())
@@ -187,7 +187,7 @@ def boinc_check() -> None:
 
     _setup()
     s = get_settings()
-    db = Database(s.resolved_database_url, timeout=s.db_timeout_seconds)
+    db = Database.for_settings(s)
     prepare(db, s)
     try:
         report = run(s, db)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 
 def db_unavailable(exc: BaseException) -> bool:
@@ -33,16 +36,23 @@ class _DeadlineConnection(psycopg.Connection[Any]):
 
     deadline: float = 30.0
 
+    @classmethod
+    def open(cls, deadline: float, *args: Any, **kwargs: Any) -> _DeadlineConnection:
+        """Connect (the attempt itself bounded by ``connect_timeout``, whole seconds, at
+        least 2) and keep ``deadline`` for every later wait."""
+        kwargs.setdefault("connect_timeout", max(2, math.ceil(deadline)))
+        conn = cls.connect(*args, **kwargs)
+        conn.deadline = deadline
+        return conn
+
     def wait(self, gen: Any, interval: float | None = None, timeout: float | None = None) -> Any:
+        # psycopg's default interval unless one is given
+        kw: dict[str, float] = {} if interval is None else {"interval": interval}
         if timeout is not None:
             # psycopg's own bounded waits (notifies, cancellation) expect its timeout error.
-            if interval is None:
-                return super().wait(gen, timeout=timeout)
-            return super().wait(gen, interval, timeout)
+            return super().wait(gen, timeout=timeout, **kw)
         try:
-            if interval is None:
-                return super().wait(gen, timeout=self.deadline)
-            return super().wait(gen, interval, self.deadline)
+            return super().wait(gen, timeout=self.deadline, **kw)
         except psycopg.errors._WaitTimeout as exc:  # psycopg's own deadline error
             self.close()
             raise psycopg.OperationalError(
@@ -75,16 +85,10 @@ def _postgres_engine(url: str, deadline: float) -> Engine:
     )
     if parsed.get_driver_name() != "psycopg":
         return engine
-    bound = deadline
-
-    class Connection(_DeadlineConnection):
-        deadline = bound
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
-        # connect_timeout bounds the connection attempt itself (whole seconds, at least 2).
-        cparams.setdefault("connect_timeout", max(2, math.ceil(deadline)))
-        return Connection.connect(*cargs, **cparams)
+        return _DeadlineConnection.open(deadline, *cargs, **cparams)
 
     return engine
 
@@ -161,6 +165,11 @@ class Database:
                 session.expunge_all()
                 session.rollback()
 
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Database:
+        """The database the settings name, with their deadline."""
+        return cls(settings.resolved_database_url, timeout=settings.db_timeout_seconds)
+
     def notify(self) -> None:
         """Tell every dispatcher on this PostgreSQL database to look for work now, instead
         of after its idle pause (SQLite: nothing; its dispatchers share the process)."""
@@ -179,10 +188,7 @@ class Database:
         if parsed.get_driver_name() != "psycopg":
             return None
         conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-        conn = _DeadlineConnection.connect(
-            conninfo, autocommit=True, connect_timeout=max(2, math.ceil(self.timeout))
-        )
-        conn.deadline = self.timeout
+        conn = _DeadlineConnection.open(self.timeout, conninfo, autocommit=True)
         conn.execute(f"LISTEN {DISPATCH_CHANNEL}")
         return conn
 

@@ -94,7 +94,7 @@ def create_app(settings: Settings | None = None, *, run_dispatcher: bool = True)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        db = Database(settings.resolved_database_url, timeout=settings.db_timeout_seconds)
+        db = Database.for_settings(settings)
         store = FileStore(settings.store_dir)
         prepare(db, settings)
         app.state.db, app.state.store, app.state.settings = db, store, settings

@@ -15,7 +15,7 @@ from app.db import Database
 from app.dispatcher import Dispatcher
 from app.main import create_app
 from app.services.store import FileStore
-from tests.backends.boinc.backend_harness import fresh_database
+from tests.backends.boinc.backend_harness import fresh_database, wait
 from tests.conftest import ADMIN_TOKEN, TestDatabase, auth, make_settings
 
 PAUSE = 3600.0  # an idle pause no test could sit out: only a wake-up moves the dispatcher
@@ -66,10 +66,7 @@ def test_submission_freed_slots_and_abort_wake_the_dispatcher(
             assert r.status_code == 201, r.text
             _wait(c, "/v1/jobs/sleepy", "state", "in_progress")
             assert c.post("/v1/batches/s/abort", headers=h).status_code == 200
-            deadline = time.monotonic() + BOUND
-            while dispatcher.backend.running:
-                assert time.monotonic() < deadline, "the aborted job kept running"
-                time.sleep(0.05)
+            wait(lambda: not dispatcher.backend.running, "the aborted job to stop", BOUND)
 
 
 def test_an_abort_before_the_process_starts_kills_it_as_it_starts(
@@ -101,14 +98,9 @@ def test_an_abort_before_the_process_starts_kills_it_as_it_starts(
             assert r.status_code == 201, r.text
             _wait(c, "/v1/jobs/early", "state", "in_progress")  # claimed, process held back
             assert c.post("/v1/batches/e/abort", headers=h).status_code == 200
-            deadline = time.monotonic() + BOUND
-            while not backend.cancelled:
-                assert time.monotonic() < deadline, "the dispatcher did not look at the abort"
-                time.sleep(0.02)
+            wait(lambda: backend.cancelled, "the dispatcher to look at the abort", BOUND)
             gate.set()
-            while backend.running:
-                assert time.monotonic() < deadline, "the aborted job ran after all"
-                time.sleep(0.05)
+            wait(lambda: not backend.running, "the aborted job to be killed as it starts", BOUND)
             assert c.get("/v1/jobs/early", headers=h).json()["state"] == "aborted"
 
 

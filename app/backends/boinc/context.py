@@ -71,6 +71,15 @@ def check_templates(app: App, templates: m.Templates) -> Target:
     return Target(name, version, tuple(outputs))
 
 
+def part_refs(
+    namer: Namer, batch_id: int, name: str, parts: int, boinc_id: int
+) -> list[dict[str, Any]]:
+    """How to name, in a batch RPC, each BOINC batch a gateway batch went as: part 0 by its
+    id (``boinc_id``), the others by name."""
+    names = namer.parts(batch_id, name, parts)
+    return [{"batch_id": boinc_id}, *({"batch_name": n} for n in names[1:])]
+
+
 def client_for(
     settings: Settings, authenticator: str, *, timeout: float | None = None
 ) -> BoincClient:

@@ -149,6 +149,13 @@ class BoincRequestError(BoincPermanentError):
     """The server could not understand the request, or the URL is wrong."""
 
 
+def body_dropped(exc: BoincError) -> bool:
+    """PHP discarded the request body whole (larger than the project's post_max_size), so
+    the handler saw no request at all. The gateway's XML always parses, so this is the one
+    way to get "can't parse request"."""
+    return isinstance(exc, BoincRequestError) and "can't parse request" in exc.message
+
+
 # Message prefixes from section 1.4 of the protocol reference, checked in order.
 _PREFIXES: tuple[tuple[str, type[BoincError]], ...] = (
     ("no authenticator", BoincAuthError),

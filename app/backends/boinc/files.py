@@ -19,6 +19,7 @@ from app.backends.boinc.errors import (
     BoincFileError,
     BoincProtocolError,
     BoincRequestError,
+    body_dropped,
 )
 from app.backends.boinc.transport import JOB_FILE, BoincTransport
 from app.backends.boinc.xml import add
@@ -185,7 +186,7 @@ class FileOps(BoincTransport):
         try:
             self._upload_once(chunk, batch_id, delete_time)
         except BoincRequestError as exc:
-            if "can't parse request" not in exc.message:
+            if not body_dropped(exc):
                 raise
             if len(chunk) == 1:
                 _, path, cost = chunk[0]

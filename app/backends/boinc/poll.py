@@ -155,14 +155,7 @@ def _apply(
 
     # Each job costs round trips (query_completed_job, one download per output): over a
     # real network they are latency-bound, so several jobs are fetched at a time.
-    threads = min(max(1, ctx.settings.boinc_fetch_threads), len(work))
-    if threads <= 1:
-        for k, item in enumerate(work):
-            if k and k % 10 == 0:
-                keep_lease()
-            one(item)
-            result.finished += 1
-        return result
+    threads = max(1, min(ctx.settings.boinc_fetch_threads, len(work)))
     with ThreadPoolExecutor(threads, thread_name_prefix="boinc-fetch") as pool:
         futures = [pool.submit(one, item) for item in work]
         for k, future in enumerate(as_completed(futures)):

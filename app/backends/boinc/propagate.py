@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from app.backends.boinc import sync_records
-from app.backends.boinc.context import Context, describe
+from app.backends.boinc.context import Context, describe, part_refs
 from app.backends.boinc.errors import BoincNotFoundError, BoincPermanentError
 from app.backends.boinc.rpc import BoincClient
 from app.services.common import current_change
@@ -83,10 +83,9 @@ def _abort_jobs(client: BoincClient, names: Sequence[str]) -> None:
 
 
 def _parts(ctx: Context, op: sync_records.BatchOp) -> list[dict[str, Any]]:
-    """How to name each BOINC batch the batch went as: part 0 by id, the others by name.
-    Telling a part twice (a retry after a later part failed) is harmless."""
-    names = ctx.namer.parts(op.batch_id, op.name, op.parts)
-    return [{"batch_id": op.boinc_id}, *({"batch_name": name} for name in names[1:])]
+    """Every BOINC batch the batch went as. Telling a part twice (a retry after a later
+    part failed) is harmless."""
+    return part_refs(ctx.namer, op.batch_id, op.name, op.parts, op.boinc_id)
 
 
 def _batch_op(ctx: Context, op: sync_records.BatchOp, upto: int) -> int:

@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy import insert
 
 from app.backends.boinc import models as m
-from app.backends.boinc.context import Context, describe
+from app.backends.boinc.context import Context, describe, part_refs
 from app.backends.boinc.errors import BoincOutputError
 from app.backends.boinc.rpc import BoincClient
 from app.backends.boinc.sync_records import JobRow, store_files
@@ -53,21 +53,19 @@ class ExitStatuses:
     """
 
     def __init__(self) -> None:
-        self._by_part: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._by_part: dict[tuple[str, object], dict[str, tuple[int, ...]]] = {}
 
     def of(self, ctx: Context, client: BoincClient, job: JobRow, job_name: str) -> int | None:
         """The last exit status of a failed instance of the job, if any (the parts of a
         batch sent as several are asked in order until one has the job)."""
-        names = ctx.namer.parts(job.batch_id, job.batch_name, job.parts)
-        for k, part in enumerate(names):
-            if part not in self._by_part:
-                if k == 0:
-                    detail = client.query_batch(batch_id=job.boinc_batch_id, get_job_details=True)
-                else:
-                    detail = client.query_batch(batch_name=part, get_job_details=True)
-                self._by_part[part] = {j.name: j.exit_statuses for j in detail.jobs}
-            if job_name in self._by_part[part]:
-                statuses = self._by_part[part][job_name]
+        refs = part_refs(ctx.namer, job.batch_id, job.batch_name, job.parts, job.boinc_batch_id)
+        for ref in refs:
+            key = next(iter(ref.items()))
+            if key not in self._by_part:
+                detail = client.query_batch(**ref, get_job_details=True)
+                self._by_part[key] = {j.name: j.exit_statuses for j in detail.jobs}
+            if job_name in self._by_part[key]:
+                statuses = self._by_part[key][job_name]
                 return statuses[-1] if statuses else None
         return None
 

@@ -27,7 +27,7 @@ from app.backends.boinc.errors import (
     BoincError,
     BoincNotFoundError,
     BoincPermanentError,
-    BoincRequestError,
+    body_dropped,
 )
 from app.backends.boinc.names import Namer
 from app.backends.boinc.rpc import BoincClient
@@ -292,7 +292,7 @@ def send(
                 renew()
             _submit_part(client, plan, target, boinc_id, run, keep_until, renew)
         except BoincPermanentError as exc:
-            if _dropped(exc) and len(run) > 1:
+            if body_dropped(exc) and len(run) > 1:
                 # The project's post_max_size is below BGW_BOINC_SUBMIT_MAX_BYTES: PHP
                 # dropped the request whole and the batch is still an empty INIT one.
                 log.warning(
@@ -320,11 +320,6 @@ def send(
         seconds=round(time.monotonic() - started, 3),
     )
     return Sent(ids[0], recovered=bool(found.submitted), parts=len(ids))
-
-
-def _dropped(exc: BoincPermanentError) -> bool:
-    """PHP discarded the request body (over post_max_size): nothing of it was read."""
-    return isinstance(exc, BoincRequestError) and "can't parse request" in exc.message
 
 
 def _submit_part(
